@@ -1,0 +1,3 @@
+"""API routes under /api/ (placeholder until the API issue lands)."""
+
+urlpatterns: list = []

@@ -1,0 +1,132 @@
+"""The one access rule, used by the API, the console, websocket subscriptions and selectors.
+
+Roles:
+- system admin: a superuser; sees and manages everything.
+- department admin: DepartmentMembership(role=admin); sees and manages the projects, quotas
+  and workloads of their departments.
+- researcher: ProjectMembership(role=researcher); sees their projects, submits and acts on
+  workloads there.
+- viewer: a viewer membership of a project or department; reads only.
+
+Query rules are expressed as Q objects over a field path so that every model's
+`visible_to(user)` reuses the same definition. This module imports no models at import time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.db.models import Q
+
+from scheduler_core.choices import DepartmentRole, ProjectRole
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+    from scheduler_core.models import Department, Project
+
+    AnyUser = AbstractBaseUser | AnonymousUser
+
+
+NOTHING = Q(pk__in=[])
+
+
+def is_authenticated(user: AnyUser | None) -> bool:
+    return bool(user is not None and user.is_authenticated and user.is_active)
+
+
+def is_system_admin(user: AnyUser | None) -> bool:
+    """A system admin manages the whole cluster: pools, nodes, departments, every quota."""
+    return is_authenticated(user) and bool(getattr(user, "is_superuser", False))
+
+
+def project_q(user: AnyUser | None, path: str = "") -> Q:
+    """Projects `user` may see, as a Q over `path` (e.g. "project__" from Workload)."""
+    if not is_authenticated(user):
+        return NOTHING
+    if is_system_admin(user):
+        return Q()
+    return Q(**{f"{path}memberships__user": user}) | Q(
+        **{f"{path}department__memberships__user": user}
+    )
+
+
+def department_q(user: AnyUser | None, path: str = "") -> Q:
+    """Departments `user` may see: their own, and those of projects they belong to."""
+    if not is_authenticated(user):
+        return NOTHING
+    if is_system_admin(user):
+        return Q()
+    return Q(**{f"{path}memberships__user": user}) | Q(
+        **{f"{path}projects__memberships__user": user}
+    )
+
+
+def can_view_project(user: AnyUser | None, project: Project) -> bool:
+    if is_system_admin(user):
+        return True
+    if not is_authenticated(user):
+        return False
+    return (
+        project.memberships.filter(user=user).exists()
+        or project.department.memberships.filter(user=user).exists()
+    )
+
+
+def can_manage_department(user: AnyUser | None, department: Department) -> bool:
+    """Department admins manage their departments' projects and quotas."""
+    if is_system_admin(user):
+        return True
+    if not is_authenticated(user):
+        return False
+    return department.memberships.filter(user=user, role=DepartmentRole.ADMIN).exists()
+
+
+def can_manage_project(user: AnyUser | None, project: Project) -> bool:
+    """Whoever manages the project's department manages the project (settings, quotas)."""
+    return can_manage_department(user, project.department)
+
+
+def can_submit_to(user: AnyUser | None, project: Project) -> bool:
+    """Researchers of the project and its managers may submit and act on its workloads."""
+    if can_manage_project(user, project):
+        return True
+    if not is_authenticated(user):
+        return False
+    return project.memberships.filter(user=user, role=ProjectRole.RESEARCHER).exists()
+
+
+def managed_department_ids(user: AnyUser | None) -> set[int] | None:
+    """Ids of departments `user` administers; None means every department (system admin)."""
+    if is_system_admin(user):
+        return None
+    if not is_authenticated(user):
+        return set()
+    from scheduler_core.models import DepartmentMembership
+
+    return set(
+        DepartmentMembership.objects.filter(user=user, role=DepartmentRole.ADMIN).values_list(
+            "department_id", flat=True
+        )
+    )
+
+
+def is_any_admin(user: AnyUser | None) -> bool:
+    """System admin or admin of at least one department (sees admin pages)."""
+    ids = managed_department_ids(user)
+    return ids is None or bool(ids)
+
+
+def user_role_label(user: AnyUser | None) -> str:
+    """A short label for the navigation bar."""
+    if is_system_admin(user):
+        return "system admin"
+    if is_any_admin(user):
+        return "department admin"
+    if not is_authenticated(user):
+        return "anonymous"
+    from scheduler_core.models import ProjectMembership
+
+    if ProjectMembership.objects.filter(user=user, role=ProjectRole.RESEARCHER).exists():
+        return "researcher"
+    return "viewer"

@@ -1,0 +1,166 @@
+"""Django admin for every model, for superusers."""
+
+from django.contrib import admin
+
+from scheduler_core import models
+
+
+class QuotaInline(admin.TabularInline):
+    model = models.Quota
+    extra = 0
+    fk_name = "project"
+
+
+class DepartmentQuotaInline(admin.TabularInline):
+    model = models.Quota
+    extra = 0
+    fk_name = "department"
+
+
+class ProjectMembershipInline(admin.TabularInline):
+    model = models.ProjectMembership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+class DepartmentMembershipInline(admin.TabularInline):
+    model = models.DepartmentMembership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(models.Department)
+class DepartmentAdmin(admin.ModelAdmin):
+    list_display = ["name", "rank", "over_quota_weight", "created_at"]
+    search_fields = ["name", "description"]
+    list_filter = ["rank"]
+    inlines = [DepartmentQuotaInline, DepartmentMembershipInline]
+
+
+@admin.register(models.Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "department", "rank", "over_quota_weight", "created_at"]
+    search_fields = ["name", "description", "department__name"]
+    list_filter = ["department", "rank"]
+    list_select_related = ["department"]
+    inlines = [QuotaInline, ProjectMembershipInline]
+
+
+@admin.register(models.ProjectMembership)
+class ProjectMembershipAdmin(admin.ModelAdmin):
+    list_display = ["project", "user", "role"]
+    list_filter = ["role", "project"]
+    search_fields = ["user__username", "project__name"]
+
+
+@admin.register(models.DepartmentMembership)
+class DepartmentMembershipAdmin(admin.ModelAdmin):
+    list_display = ["department", "user", "role"]
+    list_filter = ["role", "department"]
+    search_fields = ["user__username", "department__name"]
+
+
+@admin.register(models.NodePool)
+class NodePoolAdmin(admin.ModelAdmin):
+    list_display = ["name", "policy", "placement", "preemption", "consolidation",
+                    "min_guaranteed_runtime", "fairshare_mode"]
+    list_filter = ["policy", "placement", "fairshare_mode"]
+    search_fields = ["name"]
+
+
+@admin.register(models.Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = ["name", "pool", "gpu_count", "gpu_model", "cpu", "memory", "state",
+                    "last_heartbeat"]
+    list_filter = ["pool", "state", "gpu_model"]
+    search_fields = ["name", "gpu_model"]
+    list_select_related = ["pool"]
+
+
+@admin.register(models.Quota)
+class QuotaAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "pool", "department", "project", "gpus", "limit_gpus", "cpu",
+                    "memory"]
+    list_filter = ["pool"]
+    search_fields = ["department__name", "project__name"]
+    list_select_related = ["pool", "department", "project"]
+
+
+class AllocationInline(admin.TabularInline):
+    model = models.Allocation
+    extra = 0
+    readonly_fields = ["group", "pod_index", "node", "gpu_devices", "gpu_fraction"]
+
+
+@admin.register(models.Workload)
+class WorkloadAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "kind", "status", "priority", "preemptible", "pods",
+                    "gpus", "submitted_at", "submitted_by"]
+    list_filter = ["status", "kind", "preemptible", "project"]
+    search_fields = ["name", "project__name", "submitted_by__username"]
+    list_select_related = ["project", "submitted_by"]
+    date_hierarchy = "submitted_at"
+    inlines = [AllocationInline]
+
+
+@admin.register(models.Allocation)
+class AllocationAdmin(admin.ModelAdmin):
+    list_display = ["workload", "group", "pod_index", "node", "gpu_devices", "gpu_fraction"]
+    list_filter = ["node__pool"]
+    search_fields = ["workload__name", "node__name"]
+    list_select_related = ["workload", "node"]
+
+
+@admin.register(models.SchedulingEvent)
+class SchedulingEventAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "type", "workload", "project", "node", "reason"]
+    list_filter = ["type", "project", "pool"]
+    search_fields = ["reason", "workload__name"]
+    list_select_related = ["workload", "project", "node"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(models.UsageSample)
+class UsageSampleAdmin(admin.ModelAdmin):
+    list_display = ["interval_start", "interval_end", "pool", "department", "project",
+                    "gpu_seconds"]
+    list_filter = ["pool"]
+    search_fields = ["project__name", "department__name"]
+
+
+@admin.register(models.QueueState)
+class QueueStateAdmin(admin.ModelAdmin):
+    list_display = ["pool", "department", "project", "deserved_gpus", "fairshare_gpus",
+                    "allocated_gpus", "requested_gpus", "pending_count", "running_count"]
+    list_filter = ["pool"]
+    search_fields = ["project__name", "department__name"]
+
+
+@admin.register(models.CycleRecord)
+class CycleRecordAdmin(admin.ModelAdmin):
+    list_display = ["started_at", "duration_seconds", "decisions", "dropped_decisions",
+                    "pending", "running"]
+    search_fields = ["details"]
+    list_filter = ["started_at"]
+
+
+@admin.register(models.Simulation)
+class SimulationAdmin(admin.ModelAdmin):
+    list_display = ["name", "source", "status", "progress", "created_by", "created_at"]
+    list_filter = ["status", "source"]
+    search_fields = ["name"]
+
+
+@admin.register(models.ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "user", "prefix", "created_at", "last_used_at"]
+    search_fields = ["name", "user__username"]
+    list_filter = ["created_at"]
+    readonly_fields = ["key_hash", "prefix"]
+
+
+@admin.register(models.IdempotencyKey)
+class IdempotencyKeyAdmin(admin.ModelAdmin):
+    list_display = ["user", "key", "response_status", "created_at"]
+    search_fields = ["key", "user__username"]
+    list_filter = ["response_status"]

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class SchedulerCoreConfig(AppConfig):
+    """The scheduling domain: cluster, quotas, workloads, events, and the live scheduler."""
+
+    name = "scheduler_core"
+    verbose_name = "Fairway scheduler"
+    default_auto_field = "django.db.models.BigAutoField"

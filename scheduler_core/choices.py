@@ -1,0 +1,124 @@
+"""Choice classes with their state groups, shared by models, services, API and console."""
+
+from django.db import models
+
+
+class Policy(models.TextChoices):
+    """How a node pool divides its GPUs."""
+
+    QUOTA = "quota", "Quota / fairshare (Run:ai)"
+    FAIRSHARE = "fairshare", "Fair share (Determined)"
+    PRIORITY = "priority", "Priority (Determined)"
+
+
+class Placement(models.TextChoices):
+    """Where pods go inside a pool."""
+
+    BINPACK = "binpack", "Bin-pack"
+    SPREAD = "spread", "Spread"
+
+
+class FairshareMode(models.TextChoices):
+    """Whether over-quota shares look at usage history."""
+
+    POINT_IN_TIME = "point_in_time", "Point in time"
+    TIME_BASED = "time_based", "Time based"
+
+
+class NodeState(models.TextChoices):
+    """A node's schedulability. Only ready nodes take new pods."""
+
+    READY = "ready", "Ready"
+    CORDONED = "cordoned", "Cordoned"
+    DOWN = "down", "Down"
+
+
+class WorkloadKind(models.TextChoices):
+    """What a workload is for; decides default priority and preemptibility."""
+
+    TRAINING = "training", "Training"
+    INTERACTIVE = "interactive", "Interactive"
+    INFERENCE = "inference", "Inference"
+    CPU = "cpu", "CPU only"
+
+
+DEFAULT_PRIORITY = {
+    WorkloadKind.TRAINING: 50,
+    WorkloadKind.INTERACTIVE: 100,
+    WorkloadKind.INFERENCE: 125,
+    WorkloadKind.CPU: 50,
+}
+DEFAULT_PREEMPTIBLE = {
+    WorkloadKind.TRAINING: True,
+    WorkloadKind.INTERACTIVE: False,
+    WorkloadKind.INFERENCE: False,
+    WorkloadKind.CPU: True,
+}
+
+
+class WorkloadStatus(models.TextChoices):
+    """A workload's lifecycle state."""
+
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    SUSPENDED = "suspended", "Suspended"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+ACTIVE_STATES = frozenset({WorkloadStatus.PENDING, WorkloadStatus.RUNNING})
+SCHEDULABLE_STATES = ACTIVE_STATES
+TERMINAL_STATES = frozenset(
+    {WorkloadStatus.COMPLETED, WorkloadStatus.FAILED, WorkloadStatus.CANCELLED}
+)
+
+
+class EventType(models.TextChoices):
+    """What happened, as recorded in SchedulingEvent and pushed to browsers."""
+
+    SUBMITTED = "submitted", "Submitted"
+    ALLOCATED = "allocated", "Allocated"
+    PREEMPTED = "preempted", "Preempted"
+    MOVED = "moved", "Moved"
+    SHRUNK = "shrunk", "Shrunk"
+    EXPANDED = "expanded", "Expanded"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    DELETED = "deleted", "Cancelled"
+    SUSPENDED = "suspended", "Suspended"
+    RESUMED = "resumed", "Resumed"
+    PRIORITY_CHANGED = "priority_changed", "Priority changed"
+    PENDING_REASON = "pending_reason", "Pending reason changed"
+    NODE_STATE = "node_state", "Node state changed"
+    QUOTA_CHANGED = "quota_changed", "Quota changed"
+
+
+class ProjectRole(models.TextChoices):
+    """A user's role in a project."""
+
+    RESEARCHER = "researcher", "Researcher"
+    VIEWER = "viewer", "Viewer"
+
+
+class DepartmentRole(models.TextChoices):
+    """A user's role in a department."""
+
+    ADMIN = "admin", "Department admin"
+    VIEWER = "viewer", "Viewer"
+
+
+class SimulationStatus(models.TextChoices):
+    """Lifecycle of a what-if run."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class SimulationSource(models.TextChoices):
+    """Where a what-if run's cluster comes from."""
+
+    SCENARIO = "scenario", "Scenario file"
+    LIVE = "live", "Copy of the live cluster"

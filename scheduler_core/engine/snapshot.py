@@ -1,0 +1,240 @@
+"""The frozen input of a scheduling cycle: pools, nodes, queues, workloads, usage, `now`.
+
+Everything is identified by string keys (names in the simulator, str(pk) in the live
+system). The engine never reads a clock: `ClusterSnapshot.now` is the time of the cycle,
+in seconds (simulated seconds from 0, or epoch seconds in the live system).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from scheduler_core.engine.resources import UNLIMITED, Resources
+
+POLICY_QUOTA = "quota"
+POLICY_FAIRSHARE = "fairshare"
+POLICY_PRIORITY = "priority"
+POLICIES: tuple[str, ...] = (POLICY_QUOTA, POLICY_FAIRSHARE, POLICY_PRIORITY)
+"""Scheduling policies of a pool: Run:ai/KAI quota tree, Determined fair-share, priority."""
+
+PLACEMENT_BINPACK = "binpack"
+PLACEMENT_SPREAD = "spread"
+PLACEMENTS: tuple[str, ...] = (PLACEMENT_BINPACK, PLACEMENT_SPREAD)
+
+FAIRSHARE_POINT_IN_TIME = "point_in_time"
+FAIRSHARE_TIME_BASED = "time_based"
+FAIRSHARE_MODES: tuple[str, ...] = (FAIRSHARE_POINT_IN_TIME, FAIRSHARE_TIME_BASED)
+
+NODE_READY = "ready"
+NODE_CORDONED = "cordoned"
+NODE_DOWN = "down"
+NODE_STATES: tuple[str, ...] = (NODE_READY, NODE_CORDONED, NODE_DOWN)
+"""Only ready nodes take new pods; pods on down nodes are evicted (reason fault)."""
+
+STATUS_PENDING = "pending"
+STATUS_RUNNING = "running"
+ACTIVE_STATUSES: tuple[str, ...] = (STATUS_PENDING, STATUS_RUNNING)
+"""The statuses a workload in a snapshot can have; finished ones are not in snapshots."""
+
+KIND_TRAINING = "training"
+KIND_INTERACTIVE = "interactive"
+KIND_INFERENCE = "inference"
+KIND_CPU = "cpu"
+KINDS: tuple[str, ...] = (KIND_TRAINING, KIND_INTERACTIVE, KIND_INFERENCE, KIND_CPU)
+DEFAULT_PRIORITY_BY_KIND: Mapping[str, int] = {
+    KIND_TRAINING: 50,
+    KIND_INTERACTIVE: 100,
+    KIND_INFERENCE: 125,
+    KIND_CPU: 50,
+}
+"""Run:ai/KAI convention, higher is more important."""
+
+
+def default_preemptible(kind: str, priority: int) -> bool:
+    """Training and cpu work is preemptible; priority >= 100 is not (unless stated)."""
+    if kind in (KIND_INTERACTIVE, KIND_INFERENCE):
+        return False
+    return priority < 100
+
+
+@dataclass(frozen=True, slots=True)
+class PoolConfig:
+    """A node pool and how it is scheduled.
+
+    policy: "quota" (Run:ai/KAI), "fairshare" or "priority" (Determined).
+    placement: "binpack" (fill nodes) or "spread" (balance them).
+    preemption: may preemptible workloads be evicted (reclaim, priority preemption).
+    consolidation: may preemptible workloads be moved to defragment the pool, trying
+    at most `max_consolidation_evaluations` victim sets per cycle.
+    min_guaranteed_runtime: seconds a started preemptible workload is safe from eviction.
+    over_quota_weight_from_quota: over-quota is split by quota instead of by weight.
+    fairshare_mode: "point_in_time" or "time_based" (decayed historical usage over
+    `time_based_window` seconds with `time_based_half_life`, strength `time_based_k`).
+    """
+
+    name: str
+    policy: str = POLICY_QUOTA
+    placement: str = PLACEMENT_BINPACK
+    preemption: bool = True
+    consolidation: bool = True
+    max_consolidation_evaluations: int = 100
+    min_guaranteed_runtime: float = 0.0
+    over_quota_weight_from_quota: bool = False
+    fairshare_mode: str = FAIRSHARE_POINT_IN_TIME
+    time_based_window: float = 604800.0
+    time_based_half_life: float = 86400.0
+    time_based_k: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """A node: `gpus` whole devices (indexed 0..gpus-1), `cpu` cores and `memory` GiB
+    (None = unlimited), `labels` for node selectors, and `state` ready|cordoned|down."""
+
+    name: str
+    pool: str
+    gpus: int = 0
+    cpu: float | None = None
+    memory: float | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    state: str = NODE_READY
+
+    def capacity(self) -> Resources:
+        """What the node offers; unstated cpu or memory is unlimited."""
+        return Resources(
+            float(self.gpus),
+            UNLIMITED if self.cpu is None else float(self.cpu),
+            UNLIMITED if self.memory is None else float(self.memory),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    """A scheduling queue: a department (`parent` None) or a project (`parent` = its
+    department). Each has one queue per pool.
+
+    quota: deserved quota per pool. A pool a project omits deserves no GPUs; within a
+    stated pool an omitted gpus is 0 and an omitted cpu/memory is `inf` (not governed:
+    no quota check on it). A pool a department omits deserves the sum of its projects.
+    limit: hard cap per pool (omitted = unlimited).
+    rank: higher ranks are served and fair-shared first.
+    over_quota_weight: share of the over-quota resources among queues of equal rank.
+    creation_order: older queues (smaller) win ties.
+    """
+
+    name: str
+    parent: str | None = None
+    rank: int = 0
+    over_quota_weight: float = 1.0
+    quota: Mapping[str, Resources] = field(default_factory=dict)
+    limit: Mapping[str, Resources] = field(default_factory=dict)
+    creation_order: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupSpec:
+    """A group of identical pods of a workload: `pods` wanted, at least `min_pods` to
+    run (a gang; elastic when min_pods < pods), each asking `request`."""
+
+    name: str = "main"
+    pods: int = 1
+    min_pods: int = 1
+    request: Resources = field(default_factory=Resources)
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlacement:
+    """Where one pod runs: its group, node, GPU device indices and the fraction of each
+    listed device it uses (1.0 for whole GPUs, e.g. 0.5 for a half-GPU pod)."""
+
+    group: str
+    node: str
+    devices: tuple[int, ...] = ()
+    gpu_fraction: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    """A workload (job) of a project.
+
+    id: stable key; name: display name (defaults to id).
+    kind: training|interactive|inference|cpu; priority: higher is more important.
+    preemptible: may be evicted by reclaim, preemption and consolidation.
+    pools: candidate pools in preference order (empty = every pool, in snapshot order).
+    groups: its pod groups; it starts only when every group's min_pods fit together.
+    node_selector: labels a node must carry. weight: demand weight (policy fairshare).
+    submitted_at / creation_order: queue order among equals (earlier first).
+    backoff_limit: restarts allowed after faults (None: faults are always retried).
+    restarts: restarts so far. status: pending|running. pods: current placements (in
+    group order). pool: the pool it runs in. started_at: when it (re)started.
+    """
+
+    id: str
+    project: str
+    groups: tuple[PodGroupSpec, ...] = (PodGroupSpec(),)
+    kind: str = KIND_TRAINING
+    priority: int = 50
+    preemptible: bool = True
+    pools: tuple[str, ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    weight: float = 1.0
+    submitted_at: float = 0.0
+    creation_order: int = 0
+    backoff_limit: int | None = None
+    restarts: int = 0
+    status: str = STATUS_PENDING
+    pods: tuple[PodPlacement, ...] = ()
+    pool: str | None = None
+    started_at: float | None = None
+    name: str = ""
+
+    @property
+    def display_name(self) -> str:
+        """The name shown to people."""
+        return self.name or self.id
+
+    def max_request(self) -> Resources:
+        """Resources of all wanted pods (what the workload asks for)."""
+        total = Resources()
+        for g in self.groups:
+            total = total + g.request.scale(g.pods)
+        return total
+
+    def min_request(self) -> Resources:
+        """Resources of the gang minimum (every group at min_pods)."""
+        total = Resources()
+        for g in self.groups:
+            total = total + g.request.scale(g.min_pods)
+        return total
+
+    def is_elastic(self) -> bool:
+        """True when some group may run with fewer pods than it wants."""
+        return any(g.min_pods < g.pods for g in self.groups)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    """Historical usage of a project queue in a pool: `gpu_seconds` consumed between
+    `start` and `end` (the live system stores these as UsageSample rows)."""
+
+    queue: str
+    pool: str
+    start: float
+    end: float
+    gpu_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """Everything a cycle needs, frozen: the time `now`, pools, nodes, queues
+    (departments and projects), active workloads and historical usage. `plugins` names
+    the plugins to enable (None = the default set, see plugins.DEFAULT_PLUGINS)."""
+
+    now: float
+    pools: tuple[PoolConfig, ...]
+    nodes: tuple[NodeSpec, ...]
+    queues: tuple[QueueSpec, ...]
+    workloads: tuple[WorkloadSpec, ...]
+    usage: tuple[UsageRecord, ...] = ()
+    plugins: tuple[str, ...] | None = None

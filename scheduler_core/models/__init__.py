@@ -1,0 +1,30 @@
+"""Fairway's domain model. Each module holds one area; everything is re-exported here."""
+
+from scheduler_core.models.accounts import ApiToken, IdempotencyKey
+from scheduler_core.models.cluster import Node, NodePool
+from scheduler_core.models.events import SchedulingEvent, UsageSample
+from scheduler_core.models.org import Department, DepartmentMembership, Project, ProjectMembership
+from scheduler_core.models.quotas import Quota
+from scheduler_core.models.scheduling import CycleRecord, QueueState
+from scheduler_core.models.simulations import Simulation
+from scheduler_core.models.workloads import Allocation, Workload, WorkloadCandidatePool
+
+__all__ = [
+    "Allocation",
+    "ApiToken",
+    "CycleRecord",
+    "Department",
+    "DepartmentMembership",
+    "IdempotencyKey",
+    "Node",
+    "NodePool",
+    "Project",
+    "ProjectMembership",
+    "QueueState",
+    "Quota",
+    "SchedulingEvent",
+    "Simulation",
+    "UsageSample",
+    "Workload",
+    "WorkloadCandidatePool",
+]

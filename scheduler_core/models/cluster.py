@@ -1,0 +1,89 @@
+"""Node pools and nodes."""
+
+from __future__ import annotations
+
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from scheduler_core.choices import FairshareMode, NodeState, Placement, Policy
+
+
+class NodePool(models.Model):
+    """A set of nodes scheduled together, with its own policy and scheduling settings.
+
+    Each department and project has one queue per pool (quota rows per pool).
+    """
+
+    name = models.SlugField(max_length=63, unique=True)
+    description = models.CharField(max_length=255, blank=True)
+    policy = models.CharField(max_length=16, choices=Policy.choices, default=Policy.QUOTA)
+    placement = models.CharField(
+        max_length=16, choices=Placement.choices, default=Placement.BINPACK
+    )
+    preemption = models.BooleanField(default=True)
+    consolidation = models.BooleanField(default=True)
+    max_consolidation_evaluations = models.PositiveIntegerField(default=100)
+    min_guaranteed_runtime = models.PositiveIntegerField(
+        default=0, help_text="Seconds a started preemptible workload is safe from eviction."
+    )
+    over_quota_weight_from_quota = models.BooleanField(
+        default=False, help_text="Use each queue's quota as its over-quota weight."
+    )
+    fairshare_mode = models.CharField(
+        max_length=16, choices=FairshareMode.choices, default=FairshareMode.POINT_IN_TIME
+    )
+    time_based_window = models.PositiveIntegerField(default=604800)
+    time_based_half_life = models.PositiveIntegerField(default=86400)
+    time_based_k = models.FloatField(default=1.0, validators=[MinValueValidator(0)])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(time_based_k__gte=0), name="pool_k_gte_0"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NodeQuerySet(models.QuerySet):
+    def visible_to(self, user) -> NodeQuerySet:
+        """Every signed-in user may see the nodes (the GPU map)."""
+        from scheduler_core import access
+
+        return self if access.is_authenticated(user) else self.none()
+
+    def schedulable(self) -> NodeQuerySet:
+        return self.filter(state=NodeState.READY)
+
+
+class Node(models.Model):
+    """A machine with GPUs, CPU cores and memory (GiB) in one pool.
+
+    Only ready nodes take new pods; a cordoned node keeps its pods; a down node loses them.
+    """
+
+    pool = models.ForeignKey(NodePool, on_delete=models.PROTECT, related_name="nodes")
+    name = models.SlugField(max_length=63, unique=True)
+    gpu_count = models.PositiveIntegerField(default=0)
+    gpu_model = models.CharField(max_length=64, blank=True)
+    cpu = models.FloatField(default=0, validators=[MinValueValidator(0)])
+    memory = models.FloatField(default=0, validators=[MinValueValidator(0)], help_text="GiB")
+    labels = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY)
+    last_heartbeat = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=0, help_text="Bumped on every state change.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = NodeQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["pool__name", "name"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(cpu__gte=0), name="node_cpu_gte_0"),
+            models.CheckConstraint(condition=models.Q(memory__gte=0), name="node_memory_gte_0"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

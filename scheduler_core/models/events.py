@@ -1,0 +1,87 @@
+"""What happened: scheduling events, and GPU usage history for time-based fairshare."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from scheduler_core import access
+from scheduler_core.choices import EventType
+
+
+class SchedulingEventQuerySet(models.QuerySet):
+    def visible_to(self, user) -> SchedulingEventQuerySet:
+        """Events of visible projects, and cluster-wide events (no project) for signed-in users."""
+        from scheduler_core.models import Project
+
+        if not access.is_authenticated(user):
+            return self.none()
+        if access.is_system_admin(user):
+            return self
+        projects = Project.objects.filter(access.project_q(user)).values("pk")
+        return self.filter(models.Q(project__in=projects) | models.Q(project__isnull=True))
+
+
+class SchedulingEvent(models.Model):
+    """A change a user would care about: submitted, allocated, preempted (and why), moved, ..."""
+
+    created_at = models.DateTimeField(db_index=True)
+    type = models.CharField(max_length=32, choices=EventType.choices, db_index=True)
+    workload = models.ForeignKey(
+        "scheduler_core.Workload",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="events",
+    )
+    project = models.ForeignKey(
+        "scheduler_core.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    pool = models.ForeignKey(
+        "scheduler_core.NodePool", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    node = models.ForeignKey(
+        "scheduler_core.Node", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    reason = models.TextField(blank=True)
+    details = models.JSONField(default=dict, blank=True)
+
+    objects = SchedulingEventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["project", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%H:%M:%S} {self.type} {self.workload or self.node or ''}"
+
+
+class UsageSample(models.Model):
+    """GPU-seconds a department or project used in a pool over one interval."""
+
+    pool = models.ForeignKey("scheduler_core.NodePool", on_delete=models.CASCADE, related_name="+")
+    department = models.ForeignKey(
+        "scheduler_core.Department", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    project = models.ForeignKey(
+        "scheduler_core.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    interval_start = models.DateTimeField(db_index=True)
+    interval_end = models.DateTimeField()
+    gpu_seconds = models.FloatField(default=0)
+
+    class Meta:
+        ordering = ["-interval_start"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(department__isnull=False, project__isnull=True)
+                    | models.Q(department__isnull=True, project__isnull=False)
+                ),
+                name="usage_exactly_one_owner",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(interval_end__gt=models.F("interval_start")),
+                name="usage_interval_positive",
+            ),
+            models.CheckConstraint(condition=models.Q(gpu_seconds__gte=0), name="usage_gte_0"),
+        ]

@@ -1,0 +1,72 @@
+"""What the last scheduling cycles worked out: queue shares and cycle records."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class QueueState(models.Model):
+    """A department's or project's queue in one pool as the last cycle saw it.
+
+    Deserved and limit mirror the quota; fairshare is what the engine worked out this cycle;
+    allocated is what runs; requested is allocated plus pending demand.
+    """
+
+    pool = models.ForeignKey("scheduler_core.NodePool", on_delete=models.CASCADE, related_name="+")
+    department = models.ForeignKey(
+        "scheduler_core.Department", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    project = models.ForeignKey(
+        "scheduler_core.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    deserved_gpus = models.FloatField(default=0)
+    limit_gpus = models.FloatField(null=True, blank=True)
+    fairshare_gpus = models.FloatField(default=0)
+    allocated_gpus = models.FloatField(default=0)
+    requested_gpus = models.FloatField(default=0)
+    fairshare_cpu = models.FloatField(default=0)
+    allocated_cpu = models.FloatField(default=0)
+    fairshare_memory = models.FloatField(default=0)
+    allocated_memory = models.FloatField(default=0)
+    pending_count = models.PositiveIntegerField(default=0)
+    running_count = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pool__name", "department__name", "project__name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(department__isnull=False, project__isnull=True)
+                    | models.Q(department__isnull=True, project__isnull=False)
+                ),
+                name="queue_state_exactly_one_owner",
+            ),
+            models.UniqueConstraint(
+                fields=["department", "pool"],
+                condition=models.Q(department__isnull=False),
+                name="unique_department_queue_state",
+            ),
+            models.UniqueConstraint(
+                fields=["project", "pool"],
+                condition=models.Q(project__isnull=False),
+                name="unique_project_queue_state",
+            ),
+        ]
+
+
+class CycleRecord(models.Model):
+    """One scheduling cycle that ran: when, how long, how many decisions it applied."""
+
+    started_at = models.DateTimeField(db_index=True)
+    duration_seconds = models.FloatField()
+    decisions = models.PositiveIntegerField(default=0)
+    dropped_decisions = models.PositiveIntegerField(
+        default=0, help_text="Decisions not applied because what they saw had changed."
+    )
+    pending = models.PositiveIntegerField(default=0)
+    running = models.PositiveIntegerField(default=0)
+    details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]

@@ -1,0 +1,180 @@
+"""Workloads, their candidate pools, and the pods placed on nodes."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from scheduler_core import access
+from scheduler_core.choices import (
+    ACTIVE_STATES,
+    TERMINAL_STATES,
+    WorkloadKind,
+    WorkloadStatus,
+)
+
+
+class WorkloadQuerySet(models.QuerySet):
+    def visible_to(self, user) -> WorkloadQuerySet:
+        """Workloads of the projects `user` may see (the shared access rule)."""
+        from scheduler_core.models import Project
+
+        return self.filter(project__in=Project.objects.filter(access.project_q(user)).values("pk"))
+
+    def active(self) -> WorkloadQuerySet:
+        return self.filter(status__in=ACTIVE_STATES)
+
+    def pending(self) -> WorkloadQuerySet:
+        return self.filter(status=WorkloadStatus.PENDING)
+
+    def running(self) -> WorkloadQuerySet:
+        return self.filter(status=WorkloadStatus.RUNNING)
+
+
+class Workload(models.Model):
+    """A job a researcher submits to a project: one or more pods, each asking for resources.
+
+    A gang: it starts only when `min_pods` pods fit together; between `min_pods` and `pods`
+    it is elastic. `groups` (optional) makes it a multi-level gang of pod groups, each a
+    dict {name, pods, min_pods, gpus, cpu, memory}; then the flat per-pod fields describe
+    nothing. `spec` carries what the runtime needs (image, command, env, `duration` in
+    seconds for simulated runs, `checkpoint_every`). `version` is bumped on every change a
+    user makes, so a scheduling cycle never overwrites a change made while it ran.
+    """
+
+    project = models.ForeignKey(
+        "scheduler_core.Project", on_delete=models.PROTECT, related_name="workloads"
+    )
+    name = models.SlugField(max_length=100)
+    kind = models.CharField(
+        max_length=16, choices=WorkloadKind.choices, default=WorkloadKind.TRAINING
+    )
+    priority = models.IntegerField(default=50)
+    preemptible = models.BooleanField(default=True)
+    pods = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    min_pods = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    gpus = models.FloatField(default=0, help_text="Per pod; fractions share a device.")
+    cpu = models.FloatField(default=0, help_text="Cores per pod.")
+    memory = models.FloatField(default=0, help_text="GiB per pod.")
+    groups = models.JSONField(default=list, blank=True)
+    candidate_pools = models.ManyToManyField(
+        "scheduler_core.NodePool", through="WorkloadCandidatePool", related_name="+", blank=True
+    )
+    node_selector = models.JSONField(default=dict, blank=True)
+    weight = models.FloatField(default=1.0)
+    backoff_limit = models.PositiveIntegerField(null=True, blank=True)
+    restarts = models.PositiveIntegerField(default=0)
+    spec = models.JSONField(default=dict, blank=True)
+
+    status = models.CharField(
+        max_length=16, choices=WorkloadStatus.choices, default=WorkloadStatus.PENDING
+    )
+    pending_reason = models.TextField(blank=True)
+    queue_position = models.PositiveIntegerField(null=True, blank=True)
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="workloads",
+    )
+    submitted_at = models.DateTimeField(db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    progress_seconds = models.FloatField(
+        default=0, help_text="Simulated runtime saved at the last checkpoint."
+    )
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = WorkloadQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-submitted_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="unique_workload_name"),
+            models.CheckConstraint(
+                condition=models.Q(min_pods__lte=models.F("pods")), name="workload_min_pods_lte_pods"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(gpus__gte=0, cpu__gte=0, memory__gte=0),
+                name="workload_resources_gte_0",
+            ),
+            models.CheckConstraint(condition=models.Q(weight__gt=0), name="workload_weight_gt_0"),
+        ]
+        indexes = [models.Index(fields=["status", "project"])]
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.name}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATES
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_STATES
+
+    @property
+    def pod_groups(self) -> list[dict]:
+        """The pod groups, a single one named "main" when `groups` is empty."""
+        if self.groups:
+            return self.groups
+        return [
+            {
+                "name": "main",
+                "pods": self.pods,
+                "min_pods": self.min_pods,
+                "gpus": self.gpus,
+                "cpu": self.cpu,
+                "memory": self.memory,
+            }
+        ]
+
+    @property
+    def total_gpus(self) -> float:
+        """GPUs asked for with every pod placed."""
+        return sum(g["pods"] * g.get("gpus", 0) for g in self.pod_groups)
+
+    @property
+    def duration(self) -> float | None:
+        value = (self.spec or {}).get("duration")
+        return float(value) if value is not None else None
+
+
+class WorkloadCandidatePool(models.Model):
+    """One pool a workload may run in; lower `preference` is tried first."""
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="pool_choices")
+    pool = models.ForeignKey("scheduler_core.NodePool", on_delete=models.CASCADE, related_name="+")
+    preference = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["preference"]
+        constraints = [
+            models.UniqueConstraint(fields=["workload", "pool"], name="unique_workload_pool")
+        ]
+
+
+class Allocation(models.Model):
+    """One running pod of a workload: which node, which GPU devices, what fraction of each."""
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="allocations")
+    group = models.CharField(max_length=63, default="main")
+    pod_index = models.PositiveIntegerField()
+    node = models.ForeignKey("scheduler_core.Node", on_delete=models.PROTECT, related_name="allocations")
+    gpu_devices = models.JSONField(default=list, blank=True)
+    gpu_fraction = models.FloatField(default=1.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["workload_id", "group", "pod_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload", "group", "pod_index"], name="unique_pod_allocation"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workload} {self.group}[{self.pod_index}] on {self.node}"

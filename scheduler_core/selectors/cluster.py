@@ -1,0 +1,96 @@
+"""Cluster totals per pool."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, Sum
+
+from scheduler_core.choices import NodeState, WorkloadStatus
+from scheduler_core.models import Allocation, Department, Node, NodePool, Project, Workload
+
+
+@dataclass(frozen=True)
+class PoolSummary:
+    """GPU totals of one pool for dashboards."""
+
+    id: int
+    name: str
+    policy: str
+    nodes: int
+    nodes_ready: int
+    gpus_total: int
+    gpus_allocated: float
+    running: int
+    pending: int
+
+    @property
+    def gpus_free(self) -> float:
+        return max(self.gpus_total - self.gpus_allocated, 0)
+
+    @property
+    def utilisation(self) -> float:
+        return self.gpus_allocated / self.gpus_total if self.gpus_total else 0.0
+
+
+def pool_summaries() -> list[PoolSummary]:
+    """Per pool: nodes, GPUs total/allocated/free, running and pending workloads (4 queries)."""
+    pools = list(NodePool.objects.order_by("name"))
+    node_stats = {
+        row["pool_id"]: row
+        for row in Node.objects.values("pool_id").annotate(
+            n=Count("id"),
+            ready=Count("id", filter=Q(state=NodeState.READY)),
+            gpus=Sum("gpu_count"),
+        )
+    }
+    allocated: dict[int, float] = {}
+    for row in Allocation.objects.values("node__pool_id", "gpu_devices", "gpu_fraction"):
+        devices = len(row["gpu_devices"] or [])
+        allocated[row["node__pool_id"]] = allocated.get(row["node__pool_id"], 0.0) + (
+            devices * row["gpu_fraction"] if devices else 0.0
+        )
+    running: dict[int, int] = {}
+    for row in (
+        Allocation.objects.filter(workload__status=WorkloadStatus.RUNNING)
+        .values("node__pool_id")
+        .annotate(w=Count("workload_id", distinct=True))
+    ):
+        running[row["node__pool_id"]] = row["w"]
+    pending_total = Workload.objects.filter(status=WorkloadStatus.PENDING).count()
+    summaries = []
+    for pool in pools:
+        stats = node_stats.get(pool.pk, {})
+        summaries.append(
+            PoolSummary(
+                id=pool.pk,
+                name=pool.name,
+                policy=pool.policy,
+                nodes=stats.get("n", 0),
+                nodes_ready=stats.get("ready", 0),
+                gpus_total=stats.get("gpus") or 0,
+                gpus_allocated=round(allocated.get(pool.pk, 0.0), 2),
+                running=running.get(pool.pk, 0),
+                pending=pending_total if len(pools) == 1 else 0,
+            )
+        )
+    return summaries
+
+
+def cluster_overview() -> dict:
+    """Totals for the whole cluster and per pool."""
+    pools = pool_summaries()
+    counts = dict(
+        Workload.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    return {
+        "pools": pools,
+        "gpus_total": sum(p.gpus_total for p in pools),
+        "gpus_allocated": round(sum(p.gpus_allocated for p in pools), 2),
+        "nodes": sum(p.nodes for p in pools),
+        "departments": Department.objects.count(),
+        "projects": Project.objects.count(),
+        "workloads": counts,
+        "running": counts.get(WorkloadStatus.RUNNING, 0),
+        "pending": counts.get(WorkloadStatus.PENDING, 0),
+    }

@@ -1,0 +1,263 @@
+"""Node pools and nodes: creating them, and cordon, drain, down/up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from scheduler_core import access
+from scheduler_core.choices import (
+    EventType,
+    FairshareMode,
+    NodeState,
+    Placement,
+    Policy,
+    WorkloadStatus,
+)
+from scheduler_core.events import event_record
+from scheduler_core.models import Allocation, Node, NodePool, Workload
+from scheduler_core.services.errors import FieldErrors, require_non_negative
+from scheduler_core.triggers import request_cycle
+
+POOL_FIELDS = {
+    "description": str,
+    "policy": str,
+    "placement": str,
+    "preemption": bool,
+    "consolidation": bool,
+    "max_consolidation_evaluations": int,
+    "min_guaranteed_runtime": int,
+    "over_quota_weight_from_quota": bool,
+    "fairshare_mode": str,
+    "time_based_window": int,
+    "time_based_half_life": int,
+    "time_based_k": float,
+}
+CHOICES = {
+    "policy": Policy.values,
+    "placement": Placement.values,
+    "fairshare_mode": FairshareMode.values,
+}
+
+
+def _require_system_admin(user) -> None:
+    if not access.is_system_admin(user):
+        raise PermissionDenied("only system admins manage pools and nodes")
+
+
+def _check_slug(errors: FieldErrors, name: str) -> None:
+    if not name or slugify(name) != name:
+        errors.add("name", f"use lowercase letters, digits and dashes, got {name!r}")
+
+
+def _validate_pool_settings(settings: dict[str, Any]) -> None:
+    errors = FieldErrors()
+    for key, value in settings.items():
+        kind = POOL_FIELDS.get(key)
+        if kind is None:
+            errors.add(key, "is not a pool setting")
+        elif kind is bool and not isinstance(value, bool):
+            errors.add(key, f"must be true or false, got {value!r}")
+        elif kind in (int, float) and (
+            not isinstance(value, int | float) or isinstance(value, bool) or value < 0
+        ):
+            errors.add(key, f"must be a number of 0 or more, got {value!r}")
+        elif kind is int and not float(value).is_integer():
+            errors.add(key, f"must be a whole number, got {value!r}")
+        elif key in CHOICES and value not in CHOICES[key]:
+            errors.add(key, f"must be one of {', '.join(CHOICES[key])}, got {value!r}")
+    if settings.get("time_based_half_life") == 0:
+        errors.add("time_based_half_life", "must be above 0")
+    errors.raise_if_any()
+
+
+def pool_create(*, user, name: str, **settings: Any) -> NodePool:
+    """Create a node pool with its scheduling settings."""
+    _require_system_admin(user)
+    errors = FieldErrors()
+    _check_slug(errors, name)
+    if NodePool.objects.filter(name=name).exists():
+        errors.add("name", f"a pool named {name!r} already exists")
+    errors.raise_if_any()
+    _validate_pool_settings(settings)
+    return NodePool.objects.create(name=name, **settings)
+
+
+def pool_update(*, user, pool: NodePool, **settings: Any) -> NodePool:
+    """Change a pool's policy or scheduling settings."""
+    _require_system_admin(user)
+    _validate_pool_settings(settings)
+    with transaction.atomic():
+        for key, value in settings.items():
+            setattr(pool, key, value)
+        pool.save()
+        request_cycle()
+    return pool
+
+
+def node_create(
+    *,
+    user,
+    pool: NodePool,
+    name: str,
+    gpu_count: int = 0,
+    gpu_model: str = "",
+    cpu: float = 0,
+    memory: float = 0,
+    labels: dict[str, str] | None = None,
+) -> Node:
+    """Add a node to a pool."""
+    _require_system_admin(user)
+    errors = FieldErrors()
+    _check_slug(errors, name)
+    if not isinstance(gpu_count, int) or isinstance(gpu_count, bool) or gpu_count < 0:
+        errors.add("gpu_count", f"must be a whole number of 0 or more, got {gpu_count!r}")
+    require_non_negative(errors, "cpu", cpu)
+    require_non_negative(errors, "memory", memory)
+    if labels is not None and not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        errors.add("labels", "must map label names to values (strings)")
+    if Node.objects.filter(name=name).exists():
+        errors.add("name", f"a node named {name!r} already exists")
+    errors.raise_if_any()
+    with transaction.atomic():
+        node = Node.objects.create(
+            pool=pool,
+            name=name,
+            gpu_count=gpu_count,
+            gpu_model=gpu_model,
+            cpu=cpu,
+            memory=memory,
+            labels=labels or {},
+            last_heartbeat=timezone.now(),
+        )
+        request_cycle()
+    return node
+
+
+def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload]:
+    """Evict every workload with a pod on `node` and re-queue it.
+
+    A fault (node down) counts as a restart against the workload's backoff limit; once the
+    limit is used up the workload fails. A drain does not count.
+    """
+    workload_ids = set(
+        Allocation.objects.filter(node=node).values_list("workload_id", flat=True)
+    )
+    workloads = list(
+        Workload.objects.select_for_update().filter(pk__in=workload_ids).order_by("pk")
+    )
+    now = timezone.now()
+    Allocation.objects.filter(workload__in=workloads).delete()
+    for workload in workloads:
+        workload.version += 1
+        workload.queue_position = None
+        workload.started_at = None
+        if fault:
+            workload.restarts += 1
+        out_of_restarts = (
+            fault
+            and workload.backoff_limit is not None
+            and workload.restarts > workload.backoff_limit
+        )
+        if out_of_restarts:
+            workload.status = WorkloadStatus.FAILED
+            workload.finished_at = now
+            workload.pending_reason = ""
+        else:
+            workload.status = WorkloadStatus.PENDING
+            workload.pending_reason = f"re-queued: {reason}"
+        workload.save()
+        event_record(
+            type=EventType.PREEMPTED,
+            workload=workload,
+            node=node,
+            pool=node.pool,
+            at=now,
+            reason=reason,
+            details={"kind": "fault" if fault else "drain", "restarts": workload.restarts},
+        )
+        if out_of_restarts:
+            event_record(
+                type=EventType.FAILED,
+                workload=workload,
+                node=node,
+                pool=node.pool,
+                at=now,
+                reason=f"restarted {workload.restarts - 1} times; backoff limit "
+                f"{workload.backoff_limit} used up",
+            )
+    return workloads
+
+
+def _set_state(node: Node, state: str, reason: str) -> Node:
+    node = Node.objects.select_for_update().get(pk=node.pk)
+    node.state = state
+    node.version += 1
+    node.save(update_fields=["state", "version"])
+    event_record(
+        type=EventType.NODE_STATE,
+        node=node,
+        pool=node.pool,
+        reason=reason,
+        details={"state": state, "node": node.name},
+    )
+    return node
+
+
+def node_cordon(*, user, node: Node) -> Node:
+    """Stop new pods from landing on a node; its pods keep running."""
+    _require_system_admin(user)
+    with transaction.atomic():
+        node = _set_state(node, NodeState.CORDONED, f"node {node.name} cordoned by {user}")
+        request_cycle()
+    return node
+
+
+def node_uncordon(*, user, node: Node) -> Node:
+    """Let a cordoned or down node take pods again."""
+    _require_system_admin(user)
+    with transaction.atomic():
+        node = _set_state(node, NodeState.READY, f"node {node.name} is ready ({user})")
+        node.last_heartbeat = timezone.now()
+        node.save(update_fields=["last_heartbeat"])
+        request_cycle()
+    return node
+
+
+def node_drain(*, user, node: Node) -> Node:
+    """Cordon a node and move its workloads elsewhere (they are re-queued, no restart counted)."""
+    _require_system_admin(user)
+    with transaction.atomic():
+        node = _set_state(node, NodeState.CORDONED, f"node {node.name} drained by {user}")
+        evict_pods_on_node(node, reason=f"node {node.name} was drained", fault=False)
+        request_cycle()
+    return node
+
+
+def node_mark_down(*, node: Node, reason: str) -> Node:
+    """A node failed (missed heartbeats, or an admin says so): its pods are evicted as a fault."""
+    with transaction.atomic():
+        node = _set_state(node, NodeState.DOWN, reason)
+        evict_pods_on_node(node, reason=reason, fault=True)
+        request_cycle()
+    return node
+
+
+def node_heartbeat(*, node: Node) -> Node:
+    """Record that a node is alive; a down node that reports again becomes ready."""
+    with transaction.atomic():
+        node = Node.objects.select_for_update().get(pk=node.pk)
+        node.last_heartbeat = timezone.now()
+        node.save(update_fields=["last_heartbeat"])
+        if node.state == NodeState.DOWN:
+            node = _set_state(node, NodeState.READY, f"node {node.name} is back")
+            request_cycle()
+    return node
+
+

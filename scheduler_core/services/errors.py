@@ -1,0 +1,31 @@
+"""Collecting field errors so that one request reports every problem at once."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+
+
+class FieldErrors:
+    """Accumulates `field -> messages` and raises one ValidationError at the end."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, list[str]] = {}
+
+    def add(self, field: str, message: str) -> None:
+        self.errors.setdefault(field, []).append(message)
+
+    def __bool__(self) -> bool:
+        return bool(self.errors)
+
+    def raise_if_any(self) -> None:
+        if self.errors:
+            raise ValidationError(self.errors)
+
+
+def require_non_negative(errors: FieldErrors, field: str, value: float | None) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        errors.add(field, f"must be a number, got {value!r}")
+    elif value < 0:
+        errors.add(field, f"must be 0 or more, got {value:g}")

@@ -1,0 +1,49 @@
+"""Shared fixtures. Cycles requested by services are not run automatically in tests unless
+a test asks for it (fixture `autorun_cycles`), so each test decides when the scheduler runs."""
+
+import pytest
+
+from tests import factories
+
+
+@pytest.fixture(autouse=True)
+def _no_autorun_cycles(settings):
+    settings.SCHEDULER_AUTORUN = False
+
+
+@pytest.fixture
+def autorun_cycles(settings):
+    settings.SCHEDULER_AUTORUN = True
+
+
+@pytest.fixture
+def cluster(db):
+    """A small cluster: one pool of two 8-GPU nodes, a department with two projects and
+    users for every role."""
+    pool = factories.pool("a100")
+    nodes = [factories.node(pool, f"gpu-{i}") for i in (1, 2)]
+    dept = factories.department("research")
+    other_dept = factories.department("ops")
+    vision = factories.project(dept, "vision")
+    nlp = factories.project(dept, "nlp")
+    infra = factories.project(other_dept, "infra")
+    factories.quota(dept, pool, gpus=12)
+    factories.quota(vision, pool, gpus=8)
+    factories.quota(nlp, pool, gpus=4)
+    factories.quota(other_dept, pool, gpus=4)
+    factories.quota(infra, pool, gpus=4)
+    return {
+        "pool": pool,
+        "nodes": nodes,
+        "dept": dept,
+        "other_dept": other_dept,
+        "vision": vision,
+        "nlp": nlp,
+        "infra": infra,
+        "admin": factories.user("admin", superuser=True),
+        "dept_admin": factories.department_admin(dept, "dept-admin"),
+        "researcher": factories.researcher(vision, "alice"),
+        "nlp_researcher": factories.researcher(nlp, "bob"),
+        "viewer": factories.project_viewer(vision, "victor"),
+        "outsider": factories.user("outsider"),
+    }

@@ -1,0 +1,109 @@
+"""Factories for tests: small functions that build valid objects with sensible defaults."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from scheduler_core.choices import DepartmentRole, ProjectRole, WorkloadStatus
+from scheduler_core.models import (
+    Allocation,
+    Department,
+    DepartmentMembership,
+    Node,
+    NodePool,
+    Project,
+    ProjectMembership,
+    Quota,
+    Workload,
+)
+
+_seq = itertools.count(1)
+
+
+def n() -> int:
+    return next(_seq)
+
+
+def user(username: str | None = None, *, superuser: bool = False, password: str = "pw-12345678"):
+    User = get_user_model()
+    username = username or f"user-{n()}"
+    if superuser:
+        return User.objects.create_superuser(username=username, password=password, email="")
+    return User.objects.create_user(username=username, password=password)
+
+
+def pool(name: str | None = None, **kwargs: Any) -> NodePool:
+    return NodePool.objects.create(name=name or f"pool-{n()}", **kwargs)
+
+
+def node(pool_obj: NodePool | None = None, name: str | None = None, **kwargs: Any) -> Node:
+    kwargs.setdefault("gpu_count", 8)
+    kwargs.setdefault("cpu", 64)
+    kwargs.setdefault("memory", 512)
+    return Node.objects.create(pool=pool_obj or pool(), name=name or f"node-{n()}", **kwargs)
+
+
+def department(name: str | None = None, **kwargs: Any) -> Department:
+    return Department.objects.create(name=name or f"dept-{n()}", **kwargs)
+
+
+def project(dept: Department | None = None, name: str | None = None, **kwargs: Any) -> Project:
+    return Project.objects.create(
+        department=dept or department(), name=name or f"proj-{n()}", **kwargs
+    )
+
+
+def quota(owner: Department | Project, pool_obj: NodePool, gpus: float = 0, **kwargs: Any) -> Quota:
+    field = "department" if isinstance(owner, Department) else "project"
+    return Quota.objects.create(**{field: owner}, pool=pool_obj, gpus=gpus, **kwargs)
+
+
+def researcher(proj: Project, username: str | None = None):
+    u = user(username)
+    ProjectMembership.objects.create(project=proj, user=u, role=ProjectRole.RESEARCHER)
+    return u
+
+
+def project_viewer(proj: Project, username: str | None = None):
+    u = user(username)
+    ProjectMembership.objects.create(project=proj, user=u, role=ProjectRole.VIEWER)
+    return u
+
+
+def department_admin(dept: Department, username: str | None = None):
+    u = user(username)
+    DepartmentMembership.objects.create(department=dept, user=u, role=DepartmentRole.ADMIN)
+    return u
+
+
+def department_viewer(dept: Department, username: str | None = None):
+    u = user(username)
+    DepartmentMembership.objects.create(department=dept, user=u, role=DepartmentRole.VIEWER)
+    return u
+
+
+def workload(proj: Project, name: str | None = None, **kwargs: Any) -> Workload:
+    kwargs.setdefault("submitted_at", timezone.now())
+    kwargs.setdefault("gpus", 1)
+    return Workload.objects.create(project=proj, name=name or f"wl-{n()}", **kwargs)
+
+
+def running_workload(proj: Project, nodes: list[Node], **kwargs: Any) -> Workload:
+    """A running workload with one whole-GPU pod per node in `nodes`."""
+    kwargs.setdefault("pods", len(nodes))
+    kwargs.setdefault("min_pods", len(nodes))
+    w = workload(proj, status=WorkloadStatus.RUNNING, started_at=timezone.now(), **kwargs)
+    used: dict[int, int] = {}
+    for i, nd in enumerate(nodes):
+        start = used.get(nd.pk, 0)
+        count = int(w.gpus)
+        Allocation.objects.create(
+            workload=w, pod_index=i, node=nd, gpu_devices=list(range(start, start + count)),
+            gpu_fraction=1.0 if w.gpus >= 1 else w.gpus,
+        )
+        used[nd.pk] = start + count
+    return w

@@ -57,9 +57,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "scheduler_core",
     "api",
@@ -128,6 +128,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -179,7 +180,7 @@ else:
 # --- REST framework ------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -200,6 +201,21 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    # Swagger UI and Redoc assets come from drf-spectacular-sidecar, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "api.schema.forbid_unknown_request_fields",
+    ],
+    "ENUM_NAME_OVERRIDES": {
+        "WorkloadKindEnum": "scheduler_core.choices.WorkloadKind",
+        "QueueKindEnum": "api.serializers.queues.QUEUE_KINDS",
+        "WorkloadStatusEnum": "scheduler_core.choices.WorkloadStatus",
+        "SimulationStatusEnum": "scheduler_core.choices.SimulationStatus",
+    },
 }
 
 # --- Security when DEBUG is off -----------------------------------------------------------
@@ -220,3 +236,42 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }
+
+# --- Console ---
+# Front-end packages come from npm (`npm ci` at setup), served from node_modules, never a CDN.
+STATICFILES_DIRS += [("vendor/htmx", BASE_DIR / "node_modules/htmx.org/dist")]
+TEMPLATES[0]["OPTIONS"]["context_processors"].append("console.navigation.navigation")
+
+# --- Live scheduler ---
+# Simulated runtime (the default, used by the demo): a running workload with spec `duration`
+# completes that long after it (re)starts. Turn off when a real runtime reports completions.
+SIMULATED_RUNTIME = env_bool("SIMULATED_RUNTIME", True)
+# Simulated nodes are alive unless an admin marks them down: the runtime tick refreshes
+# their heartbeats. With real nodes, a node silent for NODE_HEARTBEAT_TIMEOUT seconds is
+# marked down and its workloads are evicted (reason fault, backoff limit applies).
+SIMULATED_NODES = env_bool("SIMULATED_NODES", True)
+NODE_HEARTBEAT_TIMEOUT = float(os.environ.get("NODE_HEARTBEAT_TIMEOUT", "60"))
+# GPU usage history for time-based fairshare: one UsageSample per queue per pool per interval.
+USAGE_SAMPLE_INTERVAL = float(os.environ.get("USAGE_SAMPLE_INTERVAL", "60"))
+# CycleRecords older than this many seconds are pruned by the runtime tick.
+CYCLE_RECORD_RETENTION = float(os.environ.get("CYCLE_RECORD_RETENTION", str(7 * 86400)))
+# Celery queue of scheduling cycles ("" = Celery's default queue). A dedicated queue served
+# by its own worker keeps cycles from waiting behind long what-if simulations.
+SCHEDULER_CYCLE_QUEUE = os.environ.get("SCHEDULER_CYCLE_QUEUE", "")
+# Namespace of the scheduler's cache keys and locks (separate installations sharing a Redis).
+SCHEDULER_KEY_PREFIX = os.environ.get("SCHEDULER_KEY_PREFIX", "fairway")
+# Seconds the non-PostgreSQL (Redis) cycle lock lives without renewal if its holder dies.
+SCHEDULER_LOCK_TTL = float(os.environ.get("SCHEDULER_LOCK_TTL", "10"))
+# Fault injection for tests only, e.g. "before_apply=2,before_commit=5": the cycle sleeps
+# at those points (before_commit is inside its transaction).
+SCHEDULER_CYCLE_PAUSES = {
+    phase: float(seconds)
+    for phase, _, seconds in (
+        item.partition("=")
+        for item in os.environ.get("SCHEDULER_CYCLE_PAUSES", "").split(",")
+        if "=" in item
+    )
+}
+# /metrics is open by default, like most Prometheus targets; set to require a signed-in
+# user or an API token.
+METRICS_REQUIRE_AUTH = env_bool("METRICS_REQUIRE_AUTH", False)

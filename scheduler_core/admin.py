@@ -62,16 +62,31 @@ class DepartmentMembershipAdmin(admin.ModelAdmin):
 
 @admin.register(models.NodePool)
 class NodePoolAdmin(admin.ModelAdmin):
-    list_display = ["name", "policy", "placement", "preemption", "consolidation",
-                    "min_guaranteed_runtime", "fairshare_mode"]
+    list_display = [
+        "name",
+        "policy",
+        "placement",
+        "preemption",
+        "consolidation",
+        "min_guaranteed_runtime",
+        "fairshare_mode",
+    ]
     list_filter = ["policy", "placement", "fairshare_mode"]
     search_fields = ["name"]
 
 
 @admin.register(models.Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["name", "pool", "gpu_count", "gpu_model", "cpu", "memory", "state",
-                    "last_heartbeat"]
+    list_display = [
+        "name",
+        "pool",
+        "gpu_count",
+        "gpu_model",
+        "cpu",
+        "memory",
+        "state",
+        "last_heartbeat",
+    ]
     list_filter = ["pool", "state", "gpu_model"]
     search_fields = ["name", "gpu_model"]
     list_select_related = ["pool"]
@@ -79,8 +94,16 @@ class NodeAdmin(admin.ModelAdmin):
 
 @admin.register(models.Quota)
 class QuotaAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "pool", "department", "project", "gpus", "limit_gpus", "cpu",
-                    "memory"]
+    list_display = [
+        "__str__",
+        "pool",
+        "department",
+        "project",
+        "gpus",
+        "limit_gpus",
+        "cpu",
+        "memory",
+    ]
     list_filter = ["pool"]
     search_fields = ["department__name", "project__name"]
     list_select_related = ["pool", "department", "project"]
@@ -94,8 +117,18 @@ class AllocationInline(admin.TabularInline):
 
 @admin.register(models.Workload)
 class WorkloadAdmin(admin.ModelAdmin):
-    list_display = ["name", "project", "kind", "status", "priority", "preemptible", "pods",
-                    "gpus", "submitted_at", "submitted_by"]
+    list_display = [
+        "name",
+        "project",
+        "kind",
+        "status",
+        "priority",
+        "preemptible",
+        "pods",
+        "gpus",
+        "submitted_at",
+        "submitted_by",
+    ]
     list_filter = ["status", "kind", "preemptible", "project"]
     search_fields = ["name", "project__name", "submitted_by__username"]
     list_select_related = ["project", "submitted_by"]
@@ -122,24 +155,45 @@ class SchedulingEventAdmin(admin.ModelAdmin):
 
 @admin.register(models.UsageSample)
 class UsageSampleAdmin(admin.ModelAdmin):
-    list_display = ["interval_start", "interval_end", "pool", "department", "project",
-                    "gpu_seconds"]
+    list_display = [
+        "interval_start",
+        "interval_end",
+        "pool",
+        "department",
+        "project",
+        "gpu_seconds",
+    ]
     list_filter = ["pool"]
     search_fields = ["project__name", "department__name"]
 
 
 @admin.register(models.QueueState)
 class QueueStateAdmin(admin.ModelAdmin):
-    list_display = ["pool", "department", "project", "deserved_gpus", "fairshare_gpus",
-                    "allocated_gpus", "requested_gpus", "pending_count", "running_count"]
+    list_display = [
+        "pool",
+        "department",
+        "project",
+        "deserved_gpus",
+        "fairshare_gpus",
+        "allocated_gpus",
+        "requested_gpus",
+        "pending_count",
+        "running_count",
+    ]
     list_filter = ["pool"]
     search_fields = ["project__name", "department__name"]
 
 
 @admin.register(models.CycleRecord)
 class CycleRecordAdmin(admin.ModelAdmin):
-    list_display = ["started_at", "duration_seconds", "decisions", "dropped_decisions",
-                    "pending", "running"]
+    list_display = [
+        "started_at",
+        "duration_seconds",
+        "decisions",
+        "dropped_decisions",
+        "pending",
+        "running",
+    ]
     search_fields = ["details"]
     list_filter = ["started_at"]
 
@@ -164,3 +218,10 @@ class IdempotencyKeyAdmin(admin.ModelAdmin):
     list_display = ["user", "key", "response_status", "created_at"]
     search_fields = ["key", "user__username"]
     list_filter = ["response_status"]
+
+
+@admin.register(models.WorkloadCandidatePool)
+class WorkloadCandidatePoolAdmin(admin.ModelAdmin):
+    list_display = ["workload", "pool", "preference"]
+    list_filter = ["pool"]
+    search_fields = ["workload__name"]

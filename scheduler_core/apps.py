@@ -7,3 +7,6 @@ class SchedulerCoreConfig(AppConfig):
     name = "scheduler_core"
     verbose_name = "Fairway scheduler"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from scheduler_core import simulation_tasks  # noqa: F401  (Celery registers them)

@@ -2,7 +2,10 @@
 
 Every change a user should see is written as a SchedulingEvent in the same transaction as
 the change, and sent through the Channels layer only once that transaction commits, to the
-groups `cluster`, `pool-<id>`, `project-<id>` and `workload-<id>`.
+groups `cluster`, `pool-<id>`, `project-<id>` and `workload-<id>` as
+{"type": "scheduling.event", "group": <group>, "event": <payload>}. A change of someone's
+memberships sends {"type": "access.changed"} to their group `user-<id>`, so that open
+websockets re-check what that user may see (console.consumers).
 """
 
 from __future__ import annotations
@@ -13,9 +16,20 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.utils import timezone
 
-from scheduler_core.models import Node, NodePool, Project, SchedulingEvent, Workload
+from scheduler_core.choices import WorkloadStatus
+from scheduler_core.models import (
+    DepartmentMembership,
+    Node,
+    NodePool,
+    Project,
+    ProjectMembership,
+    SchedulingEvent,
+    Workload,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +39,11 @@ CLUSTER_GROUP = "cluster"
 def group_name(kind: str, pk: int | str) -> str:
     """Channels group of one resource, e.g. `project-3`."""
     return f"{kind}-{pk}"
+
+
+def user_group(user_id: int) -> str:
+    """Private group of one user's open websockets (access changes)."""
+    return group_name("user", user_id)
 
 
 def workload_state(workload: Workload, nodes: list[str] | None = None) -> dict[str, Any]:
@@ -93,20 +112,38 @@ def event_record(
         details=details or {},
     )
     if state is None and workload is not None:
-        state = workload_state(workload)
+        state = workload_state(workload, nodes=_current_nodes(workload))
     publish_after_commit([(event, state)])
     return event
 
 
+def _current_nodes(workload: Workload) -> list[str]:
+    """Node of each placed pod (group by group), for events recorded without a state."""
+    if workload.status not in (WorkloadStatus.RUNNING, WorkloadStatus.SUSPENDED):
+        return []
+    return list(
+        workload.allocations.order_by("group", "pod_index").values_list("node__name", flat=True)
+    )
+
+
 def publish_after_commit(items: Iterable[tuple[SchedulingEvent, dict[str, Any] | None]]) -> None:
     """Send events to their groups once the current transaction commits (never before)."""
-    messages = [(event_groups(e), event_payload(e, s)) for e, s in items]
+    messages = []
+    for event, state in items:
+        payload = event_payload(event, state)
+        for group in event_groups(event):
+            messages.append((group, {"type": "scheduling.event", "group": group, "event": payload}))
+    send_after_commit(messages)
+
+
+def send_after_commit(messages: list[tuple[str, dict[str, Any]]]) -> None:
+    """Send (group, message) pairs once the current transaction commits (at once outside one)."""
     if messages:
         transaction.on_commit(lambda: broadcast(messages))
 
 
-def broadcast(messages: list[tuple[list[str], dict[str, Any]]]) -> None:
-    """Push payloads through the channel layer; a failure here never breaks a write."""
+def broadcast(messages: list[tuple[str, dict[str, Any]]]) -> None:
+    """Push messages through the channel layer; a failure here never breaks a write."""
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
@@ -115,11 +152,20 @@ def broadcast(messages: list[tuple[list[str], dict[str, Any]]]) -> None:
         return
 
     async def send_all() -> None:
-        for groups, payload in messages:
-            for group in groups:
-                await layer.group_send(group, {"type": "scheduling.event", "event": payload})
+        for group, message in messages:
+            await layer.group_send(group, message)
 
     try:
         async_to_sync(send_all)()
     except Exception:  # the event is stored; browsers resync on reconnect
-        logger.exception("could not publish %d scheduling events", len(messages))
+        logger.exception("could not publish %d channel messages", len(messages))
+
+
+@receiver(post_save, sender=ProjectMembership, dispatch_uid="events-access-project-save")
+@receiver(post_delete, sender=ProjectMembership, dispatch_uid="events-access-project-delete")
+@receiver(post_save, sender=DepartmentMembership, dispatch_uid="events-access-dept-save")
+@receiver(post_delete, sender=DepartmentMembership, dispatch_uid="events-access-dept-delete")
+def _membership_changed(sender, instance, **kwargs) -> None:
+    """Tell the member's open websockets to re-check what they may see."""
+    if instance.user_id:
+        send_after_commit([(user_group(instance.user_id), {"type": "access.changed"})])

@@ -102,7 +102,10 @@ def running_workload(proj: Project, nodes: list[Node], **kwargs: Any) -> Workloa
         start = used.get(nd.pk, 0)
         count = int(w.gpus)
         Allocation.objects.create(
-            workload=w, pod_index=i, node=nd, gpu_devices=list(range(start, start + count)),
+            workload=w,
+            pod_index=i,
+            node=nd,
+            gpu_devices=list(range(start, start + count)),
             gpu_fraction=1.0 if w.gpus >= 1 else w.gpus,
         )
         used[nd.pk] = start + count

@@ -55,3 +55,6 @@ class IdempotencyKey(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["user", "key"], name="unique_idempotency_key")
         ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.key}"

@@ -37,7 +37,11 @@ class SchedulingEvent(models.Model):
         "scheduler_core.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     pool = models.ForeignKey(
-        "scheduler_core.NodePool", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "scheduler_core.NodePool",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
     )
     node = models.ForeignKey(
         "scheduler_core.Node", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -60,7 +64,11 @@ class UsageSample(models.Model):
 
     pool = models.ForeignKey("scheduler_core.NodePool", on_delete=models.CASCADE, related_name="+")
     department = models.ForeignKey(
-        "scheduler_core.Department", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+        "scheduler_core.Department",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
     )
     project = models.ForeignKey(
         "scheduler_core.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
@@ -85,3 +93,6 @@ class UsageSample(models.Model):
             ),
             models.CheckConstraint(condition=models.Q(gpu_seconds__gte=0), name="usage_gte_0"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id or self.department_id} {self.gpu_seconds:g} GPU-s"

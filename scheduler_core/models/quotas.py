@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.db import models
 
 
-
 class QuotaQuerySet(models.QuerySet):
     def visible_to(self, user) -> QuotaQuerySet:
         """Quotas of the departments and projects `user` may see."""
@@ -13,9 +12,7 @@ class QuotaQuerySet(models.QuerySet):
 
         projects = Project.objects.visible_to(user).values("pk")
         departments = Department.objects.visible_to(user).values("pk")
-        return self.filter(
-            models.Q(project__in=projects) | models.Q(department__in=departments)
-        )
+        return self.filter(models.Q(project__in=projects) | models.Q(department__in=departments))
 
 
 class Quota(models.Model):
@@ -26,7 +23,9 @@ class Quota(models.Model):
     department/project is set.
     """
 
-    pool = models.ForeignKey("scheduler_core.NodePool", on_delete=models.CASCADE, related_name="quotas")
+    pool = models.ForeignKey(
+        "scheduler_core.NodePool", on_delete=models.CASCADE, related_name="quotas"
+    )
     department = models.ForeignKey(
         "scheduler_core.Department",
         on_delete=models.CASCADE,
@@ -88,9 +87,10 @@ class Quota(models.Model):
             ),
         ]
 
-    @property
-    def owner(self):
-        return self.project or self.department
-
     def __str__(self) -> str:
         return f"{self.owner} in {self.pool}: {self.gpus:g} GPUs"
+
+    @property
+    def owner(self):
+        """The department or project this quota belongs to."""
+        return self.project or self.department

@@ -14,7 +14,11 @@ class QueueState(models.Model):
 
     pool = models.ForeignKey("scheduler_core.NodePool", on_delete=models.CASCADE, related_name="+")
     department = models.ForeignKey(
-        "scheduler_core.Department", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+        "scheduler_core.Department",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
     )
     project = models.ForeignKey(
         "scheduler_core.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
@@ -54,6 +58,9 @@ class QueueState(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"queue {self.project_id or self.department_id} in pool {self.pool_id}"
+
 
 class CycleRecord(models.Model):
     """One scheduling cycle that ran: when, how long, how many decisions it applied."""
@@ -70,3 +77,6 @@ class CycleRecord(models.Model):
 
     class Meta:
         ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"cycle at {self.started_at:%H:%M:%S} ({self.duration_seconds:.3f} s)"

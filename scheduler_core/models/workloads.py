@@ -71,6 +71,11 @@ class Workload(models.Model):
         max_length=16, choices=WorkloadStatus.choices, default=WorkloadStatus.PENDING
     )
     pending_reason = models.TextField(blank=True)
+    pending_reason_kind = models.CharField(
+        max_length=32,
+        blank=True,
+        help_text="Why it waits, for filtering: quota, limit, capacity, gang, fairshare, ...",
+    )
     queue_position = models.PositiveIntegerField(null=True, blank=True)
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -95,7 +100,8 @@ class Workload(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="unique_workload_name"),
             models.CheckConstraint(
-                condition=models.Q(min_pods__lte=models.F("pods")), name="workload_min_pods_lte_pods"
+                condition=models.Q(min_pods__lte=models.F("pods")),
+                name="workload_min_pods_lte_pods",
             ),
             models.CheckConstraint(
                 condition=models.Q(gpus__gte=0, cpu__gte=0, memory__gte=0),
@@ -156,6 +162,9 @@ class WorkloadCandidatePool(models.Model):
             models.UniqueConstraint(fields=["workload", "pool"], name="unique_workload_pool")
         ]
 
+    def __str__(self) -> str:
+        return f"{self.workload_id} may run in {self.pool_id} (#{self.preference})"
+
 
 class Allocation(models.Model):
     """One running pod of a workload: which node, which GPU devices, what fraction of each."""
@@ -163,7 +172,9 @@ class Allocation(models.Model):
     workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="allocations")
     group = models.CharField(max_length=63, default="main")
     pod_index = models.PositiveIntegerField()
-    node = models.ForeignKey("scheduler_core.Node", on_delete=models.PROTECT, related_name="allocations")
+    node = models.ForeignKey(
+        "scheduler_core.Node", on_delete=models.PROTECT, related_name="allocations"
+    )
     gpu_devices = models.JSONField(default=list, blank=True)
     gpu_fraction = models.FloatField(default=1.0)
     created_at = models.DateTimeField(auto_now_add=True)

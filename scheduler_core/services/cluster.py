@@ -146,9 +146,7 @@ def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload
     A fault (node down) counts as a restart against the workload's backoff limit; once the
     limit is used up the workload fails. A drain does not count.
     """
-    workload_ids = set(
-        Allocation.objects.filter(node=node).values_list("workload_id", flat=True)
-    )
+    workload_ids = set(Allocation.objects.filter(node=node).values_list("workload_id", flat=True))
     workloads = list(
         Workload.objects.select_for_update().filter(pk__in=workload_ids).order_by("pk")
     )
@@ -259,5 +257,3 @@ def node_heartbeat(*, node: Node) -> Node:
             node = _set_state(node, NodeState.READY, f"node {node.name} is back")
             request_cycle()
     return node
-
-

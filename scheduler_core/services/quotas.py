@@ -88,8 +88,14 @@ def project_set_quota(
         "project",
         project,
         pool,
-        _values(gpus=gpus, cpu=cpu, memory=memory, limit_gpus=limit_gpus,
-                limit_cpu=limit_cpu, limit_memory=limit_memory),
+        _values(
+            gpus=gpus,
+            cpu=cpu,
+            memory=memory,
+            limit_gpus=limit_gpus,
+            limit_cpu=limit_cpu,
+            limit_memory=limit_memory,
+        ),
     )
 
 
@@ -112,6 +118,12 @@ def department_set_quota(
         "department",
         department,
         pool,
-        _values(gpus=gpus, cpu=cpu, memory=memory, limit_gpus=limit_gpus,
-                limit_cpu=limit_cpu, limit_memory=limit_memory),
+        _values(
+            gpus=gpus,
+            cpu=cpu,
+            memory=memory,
+            limit_gpus=limit_gpus,
+            limit_cpu=limit_cpu,
+            limit_memory=limit_memory,
+        ),
     )

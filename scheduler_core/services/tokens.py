@@ -19,9 +19,7 @@ def token_create(*, user, name: str) -> tuple[ApiToken, str]:
     if ApiToken.objects.filter(user=user, name=name).exists():
         raise ValidationError({"name": f"you already have a token named {name!r}"})
     raw = ApiToken.generate_raw()
-    token = ApiToken.objects.create(
-        user=user, name=name, key_hash=hash_token(raw), prefix=raw[:10]
-    )
+    token = ApiToken.objects.create(user=user, name=name, key_hash=hash_token(raw), prefix=raw[:10])
     return token, raw
 
 

@@ -63,7 +63,9 @@ def _check_group(errors: FieldErrors, prefix: str, group: dict[str, Any]) -> Non
         errors.add(f"{prefix}pods", f"must be a whole number of at least 1, got {pods!r}")
     elif min_pods is not None:
         if not isinstance(min_pods, int) or isinstance(min_pods, bool) or min_pods < 1:
-            errors.add(f"{prefix}min_pods", f"must be a whole number of at least 1, got {min_pods!r}")
+            errors.add(
+                f"{prefix}min_pods", f"must be a whole number of at least 1, got {min_pods!r}"
+            )
         elif min_pods > pods:
             errors.add(f"{prefix}min_pods", f"must not exceed pods ({pods}), got {min_pods}")
     for key in ("gpus", "cpu", "memory"):
@@ -116,8 +118,11 @@ def _fits_somewhere(
         return
     for i, g in enumerate(groups):
         prefix = f"groups[{i}]." if use_groups else ""
-        for key, attr, unit in (("gpus", "gpu_count", "GPUs"), ("cpu", "cpu", "CPU cores"),
-                                ("memory", "memory", "GiB of memory")):
+        for key, attr, unit in (
+            ("gpus", "gpu_count", "GPUs"),
+            ("cpu", "cpu", "CPU cores"),
+            ("memory", "memory", "GiB of memory"),
+        ):
             largest = max(getattr(n, attr) for n in nodes)
             want = g[key]
             if key != "gpus" and largest == 0:
@@ -128,8 +133,9 @@ def _fits_somewhere(
                     f"a pod asks for {want:g} {unit} but the largest node in {pool_names} "
                     f"has {largest:g}",
                 )
-    gang_gpus = sum(g["min_pods"] * (math.ceil(g["gpus"]) if g["gpus"] >= 1 else g["gpus"])
-                    for g in groups)
+    gang_gpus = sum(
+        g["min_pods"] * (math.ceil(g["gpus"]) if g["gpus"] >= 1 else g["gpus"]) for g in groups
+    )
     best = max(sum(n.gpu_count for n in nodes_by_pool.get(p.pk, [])) for p in pools)
     if gang_gpus > best:
         errors.add(
@@ -139,8 +145,9 @@ def _fits_somewhere(
         )
 
 
-def _validate(req: WorkloadRequest, *, nodes_by_pool: dict[int, list[Node]],
-              all_pools: list[NodePool]) -> tuple[list[dict[str, Any]], list[NodePool]]:
+def _validate(
+    req: WorkloadRequest, *, nodes_by_pool: dict[int, list[Node]], all_pools: list[NodePool]
+) -> tuple[list[dict[str, Any]], list[NodePool]]:
     errors = FieldErrors()
     if not req.name or len(req.name) > 100:
         errors.add("name", "is required (at most 100 characters)")
@@ -216,7 +223,10 @@ def _create(req: WorkloadRequest, *, user, groups, pools, now) -> Workload:
             {"name": f"a workload named {req.name!r} already exists in project {req.project}"}
         ) from exc
     WorkloadCandidatePool.objects.bulk_create(
-        [WorkloadCandidatePool(workload=workload, pool=p, preference=i) for i, p in enumerate(pools)]
+        [
+            WorkloadCandidatePool(workload=workload, pool=p, preference=i)
+            for i, p in enumerate(pools)
+        ]
     )
     return workload
 
@@ -237,8 +247,12 @@ def workload_submit(*, user, request: WorkloadRequest) -> Workload:
     now = timezone.now()
     with transaction.atomic():
         workload = _create(request, user=user, groups=groups, pools=pools, now=now)
-        event_record(type=EventType.SUBMITTED, workload=workload, at=now,
-                     reason=f"submitted by {getattr(user, 'username', 'system')}")
+        event_record(
+            type=EventType.SUBMITTED,
+            workload=workload,
+            at=now,
+            reason=f"submitted by {getattr(user, 'username', 'system')}",
+        )
         request_cycle()
     return workload
 
@@ -275,16 +289,22 @@ def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[W
                 raise ValidationError(
                     {f"workloads[{i}].{k}": v for k, v in exc.message_dict.items()}
                 ) from exc
-            event_record(type=EventType.SUBMITTED, workload=workload, at=now,
-                         reason=f"submitted by {getattr(user, 'username', 'system')}")
+            event_record(
+                type=EventType.SUBMITTED,
+                workload=workload,
+                at=now,
+                reason=f"submitted by {getattr(user, 'username', 'system')}",
+            )
             created.append(workload)
         request_cycle()
     return created
 
 
 def _locked(workload: Workload) -> Workload:
-    return Workload.objects.select_for_update().select_related("project__department").get(
-        pk=workload.pk
+    return (
+        Workload.objects.select_for_update()
+        .select_related("project__department")
+        .get(pk=workload.pk)
     )
 
 
@@ -312,8 +332,9 @@ def workload_cancel(*, user, workload: Workload) -> Workload:
         workload.queue_position = None
         workload.version += 1
         workload.save()
-        event_record(type=EventType.DELETED, workload=workload,
-                     reason=f"cancelled by {user.username}")
+        event_record(
+            type=EventType.DELETED, workload=workload, reason=f"cancelled by {user.username}"
+        )
         request_cycle()
     return workload
 
@@ -331,9 +352,12 @@ def workload_set_priority(*, user, workload: Workload, priority: int) -> Workloa
         workload.priority = priority
         workload.version += 1
         workload.save()
-        event_record(type=EventType.PRIORITY_CHANGED, workload=workload,
-                     reason=f"priority {old} -> {priority} by {user.username}",
-                     details={"from": old, "to": priority})
+        event_record(
+            type=EventType.PRIORITY_CHANGED,
+            workload=workload,
+            reason=f"priority {old} -> {priority} by {user.username}",
+            details={"from": old, "to": priority},
+        )
         request_cycle()
     return workload
 
@@ -344,16 +368,21 @@ def workload_suspend(*, user, workload: Workload) -> Workload:
     with transaction.atomic():
         workload = _locked(workload)
         if workload.status not in (WorkloadStatus.PENDING, WorkloadStatus.RUNNING):
-            raise ValidationError({"status": f"only pending or running workloads can be "
-                                             f"suspended; this one is {workload.status}"})
+            raise ValidationError(
+                {
+                    "status": f"only pending or running workloads can be "
+                    f"suspended; this one is {workload.status}"
+                }
+            )
         workload_release(workload)
         workload.status = WorkloadStatus.SUSPENDED
         workload.pending_reason = "suspended by a user"
         workload.queue_position = None
         workload.version += 1
         workload.save()
-        event_record(type=EventType.SUSPENDED, workload=workload,
-                     reason=f"suspended by {user.username}")
+        event_record(
+            type=EventType.SUSPENDED, workload=workload, reason=f"suspended by {user.username}"
+        )
         request_cycle()
     return workload
 
@@ -364,13 +393,18 @@ def workload_resume(*, user, workload: Workload) -> Workload:
     with transaction.atomic():
         workload = _locked(workload)
         if workload.status != WorkloadStatus.SUSPENDED:
-            raise ValidationError({"status": f"only suspended workloads can be resumed; "
-                                             f"this one is {workload.status}"})
+            raise ValidationError(
+                {
+                    "status": f"only suspended workloads can be resumed; "
+                    f"this one is {workload.status}"
+                }
+            )
         workload.status = WorkloadStatus.PENDING
         workload.pending_reason = "waiting for the scheduler's next cycle"
         workload.version += 1
         workload.save()
-        event_record(type=EventType.RESUMED, workload=workload,
-                     reason=f"resumed by {user.username}")
+        event_record(
+            type=EventType.RESUMED, workload=workload, reason=f"resumed by {user.username}"
+        )
         request_cycle()
     return workload

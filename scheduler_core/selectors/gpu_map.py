@@ -1,0 +1,113 @@
+"""The GPU map: every device of every node, with the pods (and projects) on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler_core import access
+from scheduler_core.choices import NodeState
+from scheduler_core.models import Allocation, Node, NodePool, Project
+
+
+@dataclass
+class DeviceSlice:
+    """A share of one GPU device held by one pod. Projects the user may not see stay nameless."""
+
+    fraction: float
+    project_id: int | None
+    project_name: str
+    workload_id: int | None
+    workload_name: str
+
+
+@dataclass
+class DeviceCell:
+    """One GPU device of a node."""
+
+    index: int
+    slices: list[DeviceSlice] = field(default_factory=list)
+
+    @property
+    def used(self) -> float:
+        return min(sum(s.fraction for s in self.slices), 1.0)
+
+    @property
+    def free(self) -> float:
+        return max(1.0 - self.used, 0.0)
+
+
+@dataclass
+class NodeMap:
+    """A node and its devices."""
+
+    node: Node
+    devices: list[DeviceCell]
+
+    @property
+    def gpus_used(self) -> float:
+        return round(sum(d.used for d in self.devices), 2)
+
+    @property
+    def gpus_free(self) -> float:
+        return round(sum(d.free for d in self.devices), 2)
+
+    @property
+    def schedulable(self) -> bool:
+        return self.node.state == NodeState.READY
+
+
+@dataclass
+class PoolMap:
+    """A pool's nodes."""
+
+    pool: NodePool
+    nodes: list[NodeMap] = field(default_factory=list)
+
+    @property
+    def gpus_total(self) -> int:
+        return sum(n.node.gpu_count for n in self.nodes)
+
+    @property
+    def gpus_used(self) -> float:
+        return round(sum(n.gpus_used for n in self.nodes), 2)
+
+    @property
+    def gpus_free_ready(self) -> float:
+        """Free GPUs on nodes that take new pods."""
+        return round(sum(n.gpus_free for n in self.nodes if n.schedulable), 2)
+
+
+def gpu_map(*, user, pool: NodePool | None = None) -> list[PoolMap]:
+    """Pools -> nodes -> devices -> pods, as `user` may see them (4 queries)."""
+    if not access.is_authenticated(user):
+        return []
+    pools = [pool] if pool is not None else list(NodePool.objects.order_by("name"))
+    nodes = Node.objects.visible_to(user).filter(pool__in=pools).order_by("name")
+    visible = set(Project.objects.visible_to(user).values_list("pk", flat=True))
+    allocations = (
+        Allocation.objects.filter(node__pool__in=pools)
+        .select_related("workload", "workload__project")
+        .order_by("workload__project__name", "workload_id", "pod_index")
+    )
+    by_node: dict[int, list[Allocation]] = {}
+    for alloc in allocations:
+        by_node.setdefault(alloc.node_id, []).append(alloc)
+    maps = {p.pk: PoolMap(pool=p) for p in pools}
+    for node in nodes:
+        devices = [DeviceCell(index=i) for i in range(node.gpu_count)]
+        for alloc in by_node.get(node.pk, []):
+            project = alloc.workload.project
+            shown = project.pk in visible
+            for index in alloc.gpu_devices or []:
+                if 0 <= index < len(devices):
+                    devices[index].slices.append(
+                        DeviceSlice(
+                            fraction=alloc.gpu_fraction,
+                            project_id=project.pk if shown else None,
+                            project_name=project.name if shown else "another project",
+                            workload_id=alloc.workload_id if shown else None,
+                            workload_name=alloc.workload.name if shown else "",
+                        )
+                    )
+        maps[node.pool_id].nodes.append(NodeMap(node=node, devices=devices))
+    return list(maps.values())

@@ -1,7 +1,191 @@
-"""Prometheus metrics endpoint (placeholder until the live scheduler issue lands)."""
+"""`/metrics`: the scheduler's figures in Prometheus text format.
 
-from django.http import HttpResponse
+A custom collector reads them from the database at scrape time (five queries, whatever
+the cluster's size), so every process serves the same numbers: cycle durations and
+decisions from CycleRecord, per-queue GPUs and workload counts from QueueState (written by
+each cycle), preemptions by reason from SchedulingEvent, nodes by state.
+
+Open by default, like most Prometheus targets (it shows queue names and counts, no
+workload names or users); settings.METRICS_REQUIRE_AUTH = True requires a signed-in user
+or an API token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.db.models import Count, Q, Sum
+from django.http import HttpRequest, HttpResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from scheduler_core.choices import EventType
+from scheduler_core.models import CycleRecord, Node, QueueState, SchedulingEvent, Workload
+
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+DECISION_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 250, 500, 1000)
+QUEUE_FIGURES = {
+    "allocated_gpus": "GPUs a queue holds in a pool",
+    "deserved_gpus": "GPUs a queue is guaranteed in a pool (its quota)",
+    "fairshare_gpus": "GPUs a queue is entitled to in a pool this cycle (quota + over-quota)",
+    "requested_gpus": "GPUs a queue holds plus what its pending workloads ask for",
+}
 
 
-def metrics_view(request):
-    return HttpResponse("", content_type="text/plain; version=0.0.4")
+def _bucket_label(value: float) -> str:
+    return f"{value:g}"
+
+
+class SchedulerCollector:
+    """Reads the scheduler's figures from the database on each scrape."""
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._cycles()
+        yield from self._queues()
+        yield from self._preemptions()
+        yield from self._workloads_and_nodes()
+
+    def _cycles(self) -> Iterator[Metric]:
+        aggregates = {
+            f"d{i}": Count("pk", filter=Q(duration_seconds__lte=b))
+            for i, b in enumerate(DURATION_BUCKETS)
+        }
+        aggregates.update(
+            {
+                f"n{i}": Count("pk", filter=Q(decisions__lte=b))
+                for i, b in enumerate(DECISION_BUCKETS)
+            }
+        )
+        row = CycleRecord.objects.aggregate(
+            total=Count("pk"),
+            seconds=Sum("duration_seconds"),
+            decisions_sum=Sum("decisions"),
+            dropped_sum=Sum("dropped_decisions"),
+            **aggregates,
+        )
+        total = row["total"] or 0
+        yield HistogramMetricFamily(
+            "fairway_cycle_duration_seconds",
+            "Duration of scheduling cycles (retained CycleRecords).",
+            buckets=[(_bucket_label(b), row[f"d{i}"]) for i, b in enumerate(DURATION_BUCKETS)]
+            + [("+Inf", total)],
+            sum_value=row["seconds"] or 0.0,
+        )
+        yield HistogramMetricFamily(
+            "fairway_cycle_decisions",
+            "Decisions applied per scheduling cycle.",
+            buckets=[(_bucket_label(b), row[f"n{i}"]) for i, b in enumerate(DECISION_BUCKETS)]
+            + [("+Inf", total)],
+            sum_value=row["decisions_sum"] or 0,
+        )
+        yield CounterMetricFamily(
+            "fairway_cycle_dropped_decisions",
+            "Decisions not applied because what they were computed from changed.",
+            value=row["dropped_sum"] or 0,
+        )
+
+    def _queues(self) -> Iterator[Metric]:
+        labels = ["queue", "level", "pool"]
+        gauges = {
+            name: GaugeMetricFamily(f"fairway_queue_{name}", doc, labels=labels)
+            for name, doc in QUEUE_FIGURES.items()
+        }
+        limit = GaugeMetricFamily(
+            "fairway_queue_limit_gpus", "Hard cap on a queue's GPUs in a pool.", labels=labels
+        )
+        workloads = GaugeMetricFamily(
+            "fairway_project_workloads",
+            "Pending and running workloads of a project in a pool (as of the last cycle).",
+            labels=["project", "pool", "status"],
+        )
+        for q in QueueState.objects.select_related("pool", "department", "project"):
+            level = "project" if q.project_id else "department"
+            values = [(q.project or q.department).name, level, q.pool.name]
+            for name, gauge in gauges.items():
+                gauge.add_metric(values, getattr(q, name))
+            if q.limit_gpus is not None:
+                limit.add_metric(values, q.limit_gpus)
+            if q.project_id:
+                workloads.add_metric([q.project.name, q.pool.name, "pending"], q.pending_count)
+                workloads.add_metric([q.project.name, q.pool.name, "running"], q.running_count)
+        yield from gauges.values()
+        yield limit
+        yield workloads
+
+    def _preemptions(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "fairway_preemptions",
+            "Workloads evicted, by reason (priority, reclaim, fault, fairshare, drain).",
+            labels=["reason"],
+        )
+        for kind, n in (
+            SchedulingEvent.objects.filter(type=EventType.PREEMPTED)
+            .values_list("details__kind")
+            .annotate(n=Count("pk"))
+            .order_by()
+        ):
+            family.add_metric([str(kind or "unknown")], n)
+        yield family
+
+    def _workloads_and_nodes(self) -> Iterator[Metric]:
+        by_status = GaugeMetricFamily(
+            "fairway_workloads", "Workloads by status.", labels=["status"]
+        )
+        for status, n in Workload.objects.values_list("status").annotate(n=Count("pk")).order_by():
+            by_status.add_metric([status], n)
+        yield by_status
+        nodes = GaugeMetricFamily(
+            "fairway_nodes", "Nodes by pool and state.", labels=["pool", "state"]
+        )
+        gpus = GaugeMetricFamily(
+            "fairway_node_gpus", "GPUs on nodes by pool and node state.", labels=["pool", "state"]
+        )
+        for pool, state, n, total in (
+            Node.objects.values_list("pool__name", "state")
+            .annotate(n=Count("pk"), gpus=Sum("gpu_count"))
+            .order_by()
+        ):
+            nodes.add_metric([pool, state], n)
+            gpus.add_metric([pool, state], total or 0)
+        yield nodes
+        yield gpus
+
+
+def _authenticated(request: HttpRequest) -> bool:
+    """A signed-in session, or any authentication the API accepts (tokens)."""
+    if request.user.is_authenticated:
+        return True
+    from rest_framework.exceptions import APIException
+    from rest_framework.request import Request
+    from rest_framework.settings import api_settings
+
+    drf_request = Request(request)
+    for authenticator in api_settings.DEFAULT_AUTHENTICATION_CLASSES:
+        try:
+            if authenticator().authenticate(drf_request):
+                return True
+        except APIException:
+            return False
+    return False
+
+
+def render_metrics() -> bytes:
+    """The metrics page as Prometheus text."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SchedulerCollector())
+    return generate_latest(registry)
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """Serve the scheduler's metrics to Prometheus."""
+    if settings.METRICS_REQUIRE_AUTH and not _authenticated(request):
+        response = HttpResponse("authentication required\n", status=401, content_type="text/plain")
+        response["WWW-Authenticate"] = 'Token realm="fairway"'
+        return response
+    return HttpResponse(render_metrics(), content_type=CONTENT_TYPE_LATEST)

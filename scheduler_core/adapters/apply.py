@@ -1,0 +1,334 @@
+"""Engine decisions -> database writes, inside the cycle's transaction.
+
+A decision is applied only if what it was computed from still holds: the workload's
+version and status, and every target node's version, must be what the snapshot saw
+(checked under select_for_update). Otherwise the decision is dropped and the next cycle
+decides again. Dropping an eviction, a move or a shrink also drops later decisions that
+would land on the nodes it would have freed, so two pods never share a GPU.
+
+Every applied change writes a SchedulingEvent (published after commit) whose workload
+state carries the new status, pods, nodes, reason and queue position. Pending reasons and
+queue positions are written only when they change; a `pending_reason` event is recorded
+only when the kind of reason changes (not when its figures or the position move), so a
+long queue does not flood browsers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scheduler_core.adapters.snapshot import AllocationRow, LiveSnapshot, WorkloadRow
+from scheduler_core.choices import EventType, WorkloadStatus
+from scheduler_core.engine import (
+    EVICT_FAULT,
+    Allocate,
+    CycleResult,
+    Decision,
+    Evict,
+    Expand,
+    Fail,
+    Move,
+    PodPlacement,
+    Shrink,
+)
+from scheduler_core.event_batch import EventBatch
+from scheduler_core.models import Allocation, Node, Workload
+from scheduler_core.runtime import progress_kept
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 2000  # primary keys per IN (...) list
+WORKLOAD_WRITE_FIELDS = [
+    "status", "pending_reason", "pending_reason_kind", "queue_position", "started_at",
+    "finished_at", "progress_seconds", "restarts", "updated_at",
+]  # fmt: skip
+
+
+@dataclass
+class ApplyOutcome:
+    """What the apply step did."""
+
+    applied: int = 0
+    dropped: int = 0
+    dropped_details: list[dict[str, Any]] = field(default_factory=list)
+    events: int = 0
+    reasons_written: int = 0
+    running: int = 0
+    pending: int = 0
+    by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+def _chunks(ids: list[int]) -> Iterable[list[int]]:
+    for i in range(0, len(ids), CHUNK):
+        yield ids[i : i + CHUNK]
+
+
+class Applier:
+    """Applies one CycleResult to the database (call inside transaction.atomic())."""
+
+    def __init__(self, live: LiveSnapshot, result: CycleResult, now: datetime) -> None:
+        self.live = live
+        self.result = result
+        self.now = now
+        self.outcome = ApplyOutcome()
+        self.events = EventBatch(now)
+        self.instances: dict[int, Workload] = {}
+        self.current: dict[int, tuple[int, str]] = {}
+        self.node_current: dict[int, tuple[int, str]] = {}
+        self.tainted: set[int] = set()
+        self.new_allocations: list[Allocation] = []
+        self.deleted_allocations: list[int] = []
+        self.evented: set[int] = set()
+        self.dirty: set[int] = set()
+
+    # --- locking and checks -----------------------------------------------------------
+
+    def _lock(self) -> None:
+        """Lock target nodes, then the workloads decided on or re-explained (that order,
+        like node_mark_down, so the two never deadlock)."""
+        node_names = {p.node for d in self.result.decisions for p in _placements(d)}
+        node_ids = sorted(self.live.node_ids[n] for n in node_names if n in self.live.node_ids)
+        for chunk in _chunks(node_ids):
+            for pk, version, state in (
+                Node.objects.select_for_update().filter(pk__in=chunk).order_by("pk")
+                .values_list("pk", "version", "state")
+            ):  # fmt: skip
+                self.node_current[pk] = (version, state)
+        ids = {int(d.workload) for d in self.result.decisions}
+        ids.update(int(pk) for pk in self._changed_pending())
+        for chunk in _chunks(sorted(ids)):
+            for w in Workload.objects.select_for_update().filter(pk__in=chunk).order_by("pk"):
+                self.instances[w.pk] = w
+                self.current[w.pk] = (w.version, w.status)
+
+    def _workload_holds(self, pk: int) -> bool:
+        row = self.live.workloads.get(pk)
+        return row is not None and self.current.get(pk) == (row.version, row.status)
+
+    def _nodes_hold(self, pods: Iterable[PodPlacement]) -> bool:
+        for pod in pods:
+            pk = self.live.node_ids.get(pod.node)
+            if pk is None or pk in self.tainted:
+                return False
+            if self.node_current.get(pk, (None, None))[0] != self.live.node_versions[pk]:
+                return False
+        return True
+
+    def _drop(self, decision: Decision, why: str) -> None:
+        self.outcome.dropped += 1
+        self.outcome.dropped_details.append(
+            {"decision": decision.kind, "workload": decision.workload, "why": why}
+        )
+        pk = int(decision.workload)
+        if isinstance(decision, Evict | Move | Shrink) and pk in self.live.workloads:
+            # What it would have freed is not free: nothing may land there this cycle.
+            self.tainted.update(a.node_id for a in self.live.workloads[pk].allocations)
+
+    # --- the decisions --------------------------------------------------------------------
+
+    def run(self) -> ApplyOutcome:
+        self._lock()
+        for decision in self.result.decisions:
+            pk = int(decision.workload)
+            if not self._workload_holds(pk):
+                self._drop(decision, "the workload changed during the cycle")
+                continue
+            if not self._nodes_hold(_placements(decision)):
+                self._drop(decision, "a target node changed during the cycle")
+                continue
+            getattr(self, f"_{decision.kind}")(
+                decision, self.instances[pk], self.live.workloads[pk]
+            )
+            self.outcome.applied += 1
+            self.outcome.by_kind[decision.kind] += 1
+        self._write_pending()
+        self._flush()
+        return self.outcome
+
+    def _nodes_of(self, pods: Iterable[PodPlacement]) -> list[str]:
+        return [p.node for p in pods]
+
+    def _pool_id_of_rows(self, rows: list[AllocationRow]) -> int | None:
+        return self.live.node_pools.get(rows[0].node_id) if rows else None
+
+    def _add_pods(self, w: Workload, pods: Iterable[PodPlacement], used: dict[str, set[int]]):
+        for pod in pods:
+            taken = used.setdefault(pod.group, set())
+            index = 0
+            while index in taken:
+                index += 1
+            taken.add(index)
+            self.new_allocations.append(
+                Allocation(
+                    workload_id=w.pk,
+                    group=pod.group,
+                    pod_index=index,
+                    node_id=self.live.node_ids[pod.node],
+                    gpu_devices=list(pod.devices),
+                    gpu_fraction=pod.gpu_fraction,
+                )
+            )
+
+    def _stop_run(self, w: Workload, row: WorkloadRow) -> None:
+        """The current run ends early: keep its last checkpoint, free its pods."""
+        w.progress_seconds = progress_kept(
+            spec=row.spec, progress=row.progress_seconds, started_at=row.started_at,
+            stopped_at=self.now,
+        )  # fmt: skip
+        self.deleted_allocations.extend(a.pk for a in row.allocations)
+
+    def _allocate(self, d: Allocate, w: Workload, row: WorkloadRow) -> None:
+        self._add_pods(w, d.pods, {})
+        w.status = WorkloadStatus.RUNNING
+        w.started_at = self.now
+        w.pending_reason = ""
+        w.pending_reason_kind = ""
+        w.queue_position = None
+        nodes = self._nodes_of(d.pods)
+        distinct = sorted(set(nodes))
+        gpus = sum(len(p.devices) * p.gpu_fraction for p in d.pods)
+        self._event(
+            EventType.ALLOCATED, w, nodes, pool_id=self.live.pool_ids.get(d.pool),
+            node_id=self.live.node_ids[distinct[0]] if len(distinct) == 1 else None,
+            reason=f"started {len(nodes)} pod{'s' if len(nodes) != 1 else ''} on "
+            f"{', '.join(distinct)} in pool {d.pool}",
+            details={"pool": d.pool, "nodes": distinct, "pods": len(nodes), "gpus": gpus},
+        )  # fmt: skip
+
+    def _evict(self, d: Evict, w: Workload, row: WorkloadRow) -> None:
+        pool_id = self._pool_id_of_rows(row.allocations)
+        self._stop_run(w, row)
+        w.status = WorkloadStatus.PENDING
+        w.started_at = None
+        w.queue_position = None
+        w.pending_reason = f"re-queued: {d.reason}"
+        w.pending_reason_kind = "preempted"
+        if d.reason_kind == EVICT_FAULT:
+            w.restarts += 1
+        details = {"kind": d.reason_kind, "by": d.by, "restarts": w.restarts}
+        self._event(EventType.PREEMPTED, w, [], pool_id=pool_id, reason=d.reason, details=details)
+
+    def _move(self, d: Move, w: Workload, row: WorkloadRow) -> None:
+        before = sorted({self.live.node_names[a.node_id] for a in row.allocations})
+        self._stop_run(w, row)
+        self._add_pods(w, d.pods, {})
+        w.started_at = self.now  # a moved workload restarts (from its checkpoint, if any)
+        nodes = self._nodes_of(d.pods)
+        after = sorted(set(nodes))
+        self._event(
+            EventType.MOVED, w, nodes, pool_id=self.live.pool_ids.get(d.pool),
+            reason=d.reason or f"moved from {', '.join(before)} to {', '.join(after)}",
+            details={"from": before, "to": after, "pool": d.pool},
+        )  # fmt: skip
+
+    def _shrink(self, d: Shrink, w: Workload, row: WorkloadRow) -> None:
+        remaining = list(row.allocations)
+        for pod in d.pods:
+            for a in remaining:
+                if (a.group, self.live.node_names[a.node_id], a.gpu_devices) == (
+                    pod.group, pod.node, tuple(pod.devices)
+                ):  # fmt: skip
+                    remaining.remove(a)
+                    self.deleted_allocations.append(a.pk)
+                    break
+        nodes = [self.live.node_names[a.node_id] for a in remaining]
+        self._event(
+            EventType.SHRUNK, w, nodes, pool_id=self._pool_id_of_rows(row.allocations),
+            reason=d.reason or f"gave back {len(d.pods)} pod(s)",
+            details={"removed": len(d.pods), "pods": len(nodes)},
+        )  # fmt: skip
+        row.allocations = remaining
+
+    def _expand(self, d: Expand, w: Workload, row: WorkloadRow) -> None:
+        used: dict[str, set[int]] = defaultdict(set)
+        for a in row.allocations:
+            used[a.group].add(a.pod_index)
+        self._add_pods(w, d.pods, used)
+        nodes = [self.live.node_names[a.node_id] for a in row.allocations] + self._nodes_of(d.pods)
+        self._event(
+            EventType.EXPANDED, w, nodes, pool_id=self._pool_id_of_rows(row.allocations),
+            reason=f"added {len(d.pods)} pod(s) on {', '.join(sorted({p.node for p in d.pods}))}",
+            details={"added": len(d.pods), "pods": len(nodes)},
+        )  # fmt: skip
+
+    def _fail(self, d: Fail, w: Workload, row: WorkloadRow) -> None:
+        if w.status == WorkloadStatus.RUNNING:
+            self.deleted_allocations.extend(a.pk for a in row.allocations)
+        w.status = WorkloadStatus.FAILED
+        w.finished_at = self.now
+        w.pending_reason = ""
+        w.pending_reason_kind = ""
+        w.queue_position = None
+        self._event(EventType.FAILED, w, [], reason=d.reason)
+
+    def _event(self, type: str, w: Workload, nodes: list[str], **kwargs: Any) -> None:
+        self.evented.add(w.pk)
+        self.dirty.add(w.pk)
+        self.events.add(type=type, workload=w, nodes=nodes, **kwargs)
+
+    # --- pending reasons and positions ----------------------------------------------------
+
+    def _changed_pending(self) -> list[str]:
+        changed = []
+        for key, info in self.result.pending.items():
+            row = self.live.workloads.get(int(key))
+            if row is None:
+                continue
+            if (row.pending_reason, row.pending_reason_kind, row.queue_position) != (
+                info.reason, info.reason_kind, info.queue_position
+            ):  # fmt: skip
+                changed.append(key)
+        return changed
+
+    def _write_pending(self) -> None:
+        for key, info in self.result.pending.items():
+            pk = int(key)
+            w = self.instances.get(pk)
+            if w is None or w.status != WorkloadStatus.PENDING:
+                continue
+            if pk not in self.evented and not self._workload_holds(pk):
+                continue  # changed by someone during the cycle: their word wins
+            kind_changed = w.pending_reason_kind != info.reason_kind
+            w.pending_reason = info.reason
+            w.pending_reason_kind = info.reason_kind
+            w.queue_position = info.queue_position
+            self.outcome.reasons_written += 1
+            self.dirty.add(pk)
+            if kind_changed and pk not in self.evented:
+                self._event(
+                    EventType.PENDING_REASON, w, [], reason=info.reason,
+                    details={"kind": info.reason_kind, "queue_position": info.queue_position},
+                )  # fmt: skip
+
+    # --- writing --------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        if self.deleted_allocations:
+            for chunk in _chunks(self.deleted_allocations):
+                Allocation.objects.filter(pk__in=chunk).delete()
+        if self.new_allocations:
+            Allocation.objects.bulk_create(self.new_allocations, batch_size=1000)
+        touched = [w for pk, w in self.instances.items() if pk in self.evented or pk in self.dirty]
+        if touched:
+            for w in touched:
+                w.updated_at = self.now
+            Workload.objects.bulk_update(touched, WORKLOAD_WRITE_FIELDS, batch_size=1000)
+        self.outcome.events = len(self.events)
+        self.events.flush()
+
+
+def _placements(decision: Decision) -> tuple[PodPlacement, ...]:
+    """Pods a decision puts somewhere (none for evictions, shrinks and failures)."""
+    if isinstance(decision, Allocate | Move | Expand):
+        return decision.pods
+    return ()
+
+
+def apply_decisions(live: LiveSnapshot, result: CycleResult, *, now: datetime) -> ApplyOutcome:
+    """Apply a cycle's decisions, pending reasons and positions (inside a transaction)."""
+    return Applier(live, result, now).run()

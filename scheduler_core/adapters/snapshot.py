@@ -1,0 +1,367 @@
+"""The database as the engine sees it: a frozen ClusterSnapshot read in constant queries.
+
+Pools, nodes and queues are keyed by name (so pending reasons read naturally: "project
+vision would exceed ..."), workloads by str(pk). Alongside the snapshot, `LiveSnapshot`
+keeps what the apply step needs to map decisions back: primary keys, the versions the
+decisions were computed from, and the current allocations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Q
+
+from scheduler_core.choices import ACTIVE_STATES, FairshareMode, WorkloadStatus
+from scheduler_core.engine.resources import UNLIMITED, Resources
+from scheduler_core.engine.snapshot import (
+    ClusterSnapshot,
+    NodeSpec,
+    PodGroupSpec,
+    PodPlacement,
+    PoolConfig,
+    QueueSpec,
+    UsageRecord,
+    WorkloadSpec,
+)
+from scheduler_core.models import (
+    Allocation,
+    Department,
+    Node,
+    NodePool,
+    Project,
+    Quota,
+    UsageSample,
+    Workload,
+    WorkloadCandidatePool,
+)
+
+WORKLOAD_FIELDS = (
+    "pk", "project_id", "name", "kind", "priority", "preemptible", "pods", "min_pods", "gpus",
+    "cpu", "memory", "groups", "node_selector", "weight", "backoff_limit", "restarts", "spec",
+    "status", "pending_reason", "pending_reason_kind", "queue_position", "submitted_at",
+    "started_at", "progress_seconds", "version",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationRow:
+    """One running pod as stored."""
+
+    pk: int
+    group: str
+    pod_index: int
+    node_id: int
+    gpu_devices: tuple[int, ...]
+    gpu_fraction: float
+
+
+@dataclass(slots=True)
+class WorkloadRow:
+    """What the apply step needs of a workload (read once with the snapshot)."""
+
+    pk: int
+    project_id: int
+    name: str
+    priority: int
+    status: str
+    pending_reason: str
+    pending_reason_kind: str
+    queue_position: int | None
+    started_at: datetime | None
+    progress_seconds: float
+    restarts: int
+    backoff_limit: int | None
+    spec: dict[str, Any]
+    version: int
+    allocations: list[AllocationRow] = field(default_factory=list)
+
+
+@dataclass
+class LiveSnapshot:
+    """A ClusterSnapshot plus the keys and versions needed to apply its decisions."""
+
+    snapshot: ClusterSnapshot
+    taken_at: datetime
+    pool_ids: dict[str, int]
+    node_ids: dict[str, int]
+    node_names: dict[int, str]
+    node_pools: dict[int, int]
+    node_versions: dict[int, int]
+    queue_owners: dict[str, tuple[str, int]]
+    workloads: dict[int, WorkloadRow]
+    project_departments: dict[int, int]
+
+    def node_id(self, name: str) -> int:
+        return self.node_ids[name]
+
+    def queue_key(self, kind: str, pk: int) -> str | None:
+        return self._queue_keys.get((kind, pk))
+
+    def __post_init__(self) -> None:
+        self._queue_keys = {owner: key for key, owner in self.queue_owners.items()}
+
+
+def epoch(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _resources(gpus: float, cpu: float, memory: float, *, zero_is_unlimited: bool) -> Resources:
+    """Quota amounts: a CPU or memory quota of 0 means "not governed"."""
+    if zero_is_unlimited:
+        return Resources(float(gpus), float(cpu) or UNLIMITED, float(memory) or UNLIMITED)
+    return Resources(float(gpus), float(cpu), float(memory))
+
+
+def _limit(row: dict[str, Any]) -> Resources:
+    def amount(value: float | None) -> float:
+        return UNLIMITED if value is None else float(value)
+
+    return Resources(
+        amount(row["limit_gpus"]), amount(row["limit_cpu"]), amount(row["limit_memory"])
+    )
+
+
+def _pool_config(pool: NodePool) -> PoolConfig:
+    return PoolConfig(
+        name=pool.name,
+        policy=pool.policy,
+        placement=pool.placement,
+        preemption=pool.preemption,
+        consolidation=pool.consolidation,
+        max_consolidation_evaluations=pool.max_consolidation_evaluations,
+        min_guaranteed_runtime=float(pool.min_guaranteed_runtime),
+        over_quota_weight_from_quota=pool.over_quota_weight_from_quota,
+        fairshare_mode=pool.fairshare_mode,
+        time_based_window=float(pool.time_based_window),
+        time_based_half_life=float(pool.time_based_half_life),
+        time_based_k=float(pool.time_based_k),
+    )
+
+
+def _groups(row: dict[str, Any]) -> tuple[PodGroupSpec, ...]:
+    groups = row["groups"] or [
+        {"name": "main", "pods": row["pods"], "min_pods": row["min_pods"], "gpus": row["gpus"],
+         "cpu": row["cpu"], "memory": row["memory"]}
+    ]  # fmt: skip
+    return tuple(
+        PodGroupSpec(
+            name=str(g["name"]),
+            pods=int(g["pods"]),
+            min_pods=int(g.get("min_pods", g["pods"])),
+            request=Resources(
+                float(g.get("gpus", 0)), float(g.get("cpu", 0)), float(g.get("memory", 0))
+            ),
+        )
+        for g in groups
+    )
+
+
+def _queue_keys(departments: list[dict], projects: list[dict]) -> dict[tuple[str, int], str]:
+    """Names as keys; a department sharing a project's name gets a suffix."""
+    keys = {("project", p["pk"]): p["name"] for p in projects}
+    taken = set(keys.values())
+    for d in departments:
+        name = d["name"]
+        keys[("department", d["pk"])] = f"{name} (department)" if name in taken else name
+    return keys
+
+
+def load_snapshot(now: datetime) -> LiveSnapshot:
+    """Read the cluster as of `now` in a constant number of queries (nine)."""
+    pools = list(NodePool.objects.order_by("pk"))
+    pool_names = {p.pk: p.name for p in pools}
+    nodes = list(
+        Node.objects.order_by("pk").values(
+            "pk", "name", "pool_id", "gpu_count", "cpu", "memory", "labels", "state", "version"
+        )
+    )
+    departments = list(
+        Department.objects.order_by("pk").values("pk", "name", "rank", "over_quota_weight")
+    )
+    projects = list(
+        Project.objects.order_by("pk").values(
+            "pk", "name", "department_id", "rank", "over_quota_weight"
+        )
+    )
+    quotas = list(
+        Quota.objects.values(
+            "pool_id", "department_id", "project_id", "gpus", "cpu", "memory",
+            "limit_gpus", "limit_cpu", "limit_memory",
+        )
+    )  # fmt: skip
+    rows = list(
+        Workload.objects.filter(status__in=ACTIVE_STATES)
+        .order_by("submitted_at", "pk")
+        .values(*WORKLOAD_FIELDS)
+    )
+    candidates: dict[int, list[str]] = defaultdict(list)
+    for workload_id, pool_id in (
+        WorkloadCandidatePool.objects.filter(workload__status__in=ACTIVE_STATES)
+        .order_by("workload_id", "preference", "pk")
+        .values_list("workload_id", "pool_id")
+    ):
+        candidates[workload_id].append(pool_names[pool_id])
+    allocations: dict[int, list[AllocationRow]] = defaultdict(list)
+    for pk, workload_id, group, pod_index, node_id, devices, fraction in (
+        Allocation.objects.filter(workload__status__in=ACTIVE_STATES)
+        .order_by("workload_id", "group", "pod_index")
+        .values_list("pk", "workload_id", "group", "pod_index", "node_id", "gpu_devices",
+                     "gpu_fraction")
+    ):  # fmt: skip
+        allocations[workload_id].append(
+            AllocationRow(pk, group, pod_index, node_id, tuple(devices or ()), fraction)
+        )
+
+    queue_keys = _queue_keys(departments, projects)
+    node_names = {n["pk"]: n["name"] for n in nodes}
+    node_pools = {n["pk"]: n["pool_id"] for n in nodes}
+    project_departments = {p["pk"]: p["department_id"] for p in projects}
+
+    quota_of: dict[tuple[str, int], dict[str, Resources]] = defaultdict(dict)
+    limit_of: dict[tuple[str, int], dict[str, Resources]] = defaultdict(dict)
+    for q in quotas:
+        owner = (
+            ("project", q["project_id"]) if q["project_id"] else ("department", q["department_id"])
+        )
+        pool = pool_names[q["pool_id"]]
+        quota_of[owner][pool] = _resources(q["gpus"], q["cpu"], q["memory"], zero_is_unlimited=True)
+        limit_of[owner][pool] = _limit(q)
+    queues = [
+        QueueSpec(
+            name=queue_keys[("department", d["pk"])],
+            rank=d["rank"],
+            over_quota_weight=d["over_quota_weight"],
+            quota=quota_of.get(("department", d["pk"]), {}),
+            limit=limit_of.get(("department", d["pk"]), {}),
+            creation_order=d["pk"],
+        )
+        for d in departments
+    ] + [
+        QueueSpec(
+            name=queue_keys[("project", p["pk"])],
+            parent=queue_keys[("department", p["department_id"])],
+            rank=p["rank"],
+            over_quota_weight=p["over_quota_weight"],
+            quota=quota_of.get(("project", p["pk"]), {}),
+            limit=limit_of.get(("project", p["pk"]), {}),
+            creation_order=p["pk"],
+        )
+        for p in projects
+    ]
+
+    workload_specs = []
+    workload_rows: dict[int, WorkloadRow] = {}
+    for r in rows:
+        pods = allocations.get(r["pk"], [])
+        running = r["status"] == WorkloadStatus.RUNNING
+        workload_specs.append(
+            WorkloadSpec(
+                id=str(r["pk"]),
+                name=r["name"],
+                project=queue_keys[("project", r["project_id"])],
+                groups=_groups(r),
+                kind=r["kind"],
+                priority=r["priority"],
+                preemptible=r["preemptible"],
+                pools=tuple(candidates.get(r["pk"], ())),
+                node_selector=r["node_selector"] or {},
+                weight=r["weight"],
+                submitted_at=r["submitted_at"].timestamp(),
+                creation_order=r["pk"],
+                backoff_limit=r["backoff_limit"],
+                restarts=r["restarts"],
+                status=r["status"],
+                pods=tuple(
+                    PodPlacement(a.group, node_names[a.node_id], a.gpu_devices, a.gpu_fraction)
+                    for a in pods
+                )
+                if running
+                else (),
+                pool=pool_names[node_pools[pods[0].node_id]] if running and pods else None,
+                started_at=epoch(r["started_at"]) if running else None,
+            )
+        )
+        workload_rows[r["pk"]] = WorkloadRow(
+            pk=r["pk"],
+            project_id=r["project_id"],
+            name=r["name"],
+            priority=r["priority"],
+            status=r["status"],
+            pending_reason=r["pending_reason"],
+            pending_reason_kind=r["pending_reason_kind"],
+            queue_position=r["queue_position"],
+            started_at=r["started_at"],
+            progress_seconds=r["progress_seconds"],
+            restarts=r["restarts"],
+            backoff_limit=r["backoff_limit"],
+            spec=r["spec"] or {},
+            version=r["version"],
+            allocations=pods,
+        )
+
+    usage = _usage(now, pools, pool_names, queue_keys)
+    snapshot = ClusterSnapshot(
+        now=now.timestamp(),
+        pools=tuple(_pool_config(p) for p in pools),
+        nodes=tuple(
+            NodeSpec(
+                name=n["name"],
+                pool=pool_names[n["pool_id"]],
+                gpus=n["gpu_count"],
+                cpu=float(n["cpu"]) or None,
+                memory=float(n["memory"]) or None,
+                labels=n["labels"] or {},
+                state=n["state"],
+            )
+            for n in nodes
+        ),
+        queues=tuple(queues),
+        workloads=tuple(workload_specs),
+        usage=usage,
+    )
+    return LiveSnapshot(
+        snapshot=snapshot,
+        taken_at=now,
+        pool_ids={p.name: p.pk for p in pools},
+        node_ids={n["name"]: n["pk"] for n in nodes},
+        node_names=node_names,
+        node_pools=node_pools,
+        node_versions={n["pk"]: n["version"] for n in nodes},
+        queue_owners={key: owner for owner, key in queue_keys.items()},
+        workloads=workload_rows,
+        project_departments=project_departments,
+    )
+
+
+def _usage(
+    now: datetime,
+    pools: list[NodePool],
+    pool_names: dict[int, str],
+    queue_keys: dict[tuple[str, int], str],
+) -> tuple[UsageRecord, ...]:
+    """Project usage samples within each time-based pool's window (one query, or none)."""
+    timed = [p for p in pools if p.fairshare_mode == FairshareMode.TIME_BASED]
+    if not timed:
+        return ()
+    window = Q()
+    for p in timed:
+        window |= Q(pool_id=p.pk, interval_end__gt=now - timedelta(seconds=p.time_based_window))
+    records = []
+    for pool_id, project_id, start, end, gpu_seconds in (
+        UsageSample.objects.filter(window, project__isnull=False)
+        .order_by("interval_start", "pk")
+        .values_list("pool_id", "project_id", "interval_start", "interval_end", "gpu_seconds")
+    ):
+        key = queue_keys.get(("project", project_id))
+        if key is not None and math.isfinite(gpu_seconds):
+            records.append(
+                UsageRecord(
+                    key, pool_names[pool_id], start.timestamp(), end.timestamp(), gpu_seconds
+                )
+            )
+    return tuple(records)

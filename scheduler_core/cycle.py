@@ -1,0 +1,154 @@
+"""One live scheduling cycle: lock, read, decide, apply in one transaction, release.
+
+1. Take the cycle lock without waiting (scheduler_core.locks). If another worker holds it,
+   ask it for one follow-up cycle and stop.
+2. Complete workloads whose simulated duration is up, so their GPUs count as free.
+3. Read a consistent snapshot (constant number of queries) and run the engine on it,
+   outside any write transaction.
+4. In one transaction: apply the decisions that still hold (versions re-checked under
+   select_for_update), their events, pending reasons and positions, QueueState rows,
+   usage samples when due, and a CycleRecord. A worker killed before the commit leaves
+   the database as it was; its lock dies with it.
+5. Release the lock; run one follow-up if anyone asked for it meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.utils import timezone
+
+from scheduler_core import engine, runtime, triggers
+from scheduler_core.adapters import (
+    ApplyOutcome,
+    LiveSnapshot,
+    apply_decisions,
+    load_snapshot,
+    totals,
+    write_queue_states,
+)
+from scheduler_core.locks import CycleLock, new_cycle_lock
+from scheduler_core.models import CycleRecord
+
+logger = logging.getLogger(__name__)
+
+
+class LockLost(RuntimeError):
+    """The cycle lock expired while the cycle ran; its transaction is rolled back."""
+
+
+@dataclass
+class CycleReport:
+    """What a call to run_cycle did (`ran` False: another worker's cycle was running)."""
+
+    ran: bool
+    record: CycleRecord | None = None
+    outcome: ApplyOutcome = field(default_factory=ApplyOutcome)
+    completed: int = 0
+
+
+def run_cycle(*, now: datetime | None = None) -> CycleReport:
+    """Run one scheduling cycle unless another one is running (then queue a follow-up)."""
+    lock = new_cycle_lock()
+    if not lock.acquire():
+        triggers.want_follow_up()
+        # The holder may have released the lock (and checked for follow-ups) just now.
+        if not lock.acquire():
+            return CycleReport(ran=False)
+    triggers.take_follow_up()  # this cycle reads the state every earlier request saw
+    try:
+        return _run_locked(lock, now)
+    finally:
+        lock.release()
+        if triggers.take_follow_up():
+            triggers.enqueue_cycle()
+
+
+def read_snapshot(now: datetime) -> LiveSnapshot:
+    """Load the snapshot inside one read transaction, so all its queries agree."""
+    fresh = not connection.in_atomic_block  # (tests run inside a transaction already)
+    with transaction.atomic():
+        if connection.vendor == "postgresql" and fresh:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        return load_snapshot(now)
+
+
+def pause(phase: str) -> None:
+    """Fault injection for tests (settings.SCHEDULER_CYCLE_PAUSES): sleep at `phase`."""
+    seconds = settings.SCHEDULER_CYCLE_PAUSES.get(phase)
+    if seconds:
+        cache.set(f"{settings.SCHEDULER_KEY_PREFIX}:cycle:paused:{phase}", time.time(), 300)
+        logger.warning("cycle paused %s for %.1f s (SCHEDULER_CYCLE_PAUSES)", phase, seconds)
+        time.sleep(seconds)
+
+
+def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
+    t0 = time.perf_counter()
+    started = now or timezone.now()
+    completed = runtime.complete_due(now=started, request=False)
+    t_load = time.perf_counter()
+    live = read_snapshot(started)
+    t_engine = time.perf_counter()
+    result = engine.run_cycle(live.snapshot)
+    t_apply = time.perf_counter()
+    pause("before_apply")
+    with transaction.atomic():
+        t_decisions = time.perf_counter()
+        outcome = apply_decisions(live, result, now=started)
+        t_queues = time.perf_counter()
+        queue_rows = write_queue_states(live, result)
+        usage_start = runtime.usage_due(started)
+        if usage_start is not None:
+            runtime.record_usage(start=usage_start, end=started, held=_held_gpus(live))
+        pause("before_commit")
+        t_check = time.perf_counter()
+        if not lock.still_held():
+            raise LockLost("the cycle lock was lost; nothing of this cycle is kept")
+        pending, running = totals(live, result)
+        done = time.perf_counter()
+        record = CycleRecord.objects.create(
+            started_at=started,
+            duration_seconds=done - t0,
+            decisions=outcome.applied,
+            dropped_decisions=outcome.dropped,
+            pending=pending,
+            running=running,
+            details={
+                "applied": dict(outcome.by_kind),
+                "dropped": outcome.dropped_details[:20],
+                "completed": completed,
+                "events": outcome.events,
+                "reasons_written": outcome.reasons_written,
+                "queue_states_written": queue_rows,
+                "workloads": len(live.snapshot.workloads),
+                "seconds": {
+                    "runtime": round(t_load - t0, 4),
+                    "load": round(t_engine - t_load, 4),
+                    "engine": round(t_apply - t_engine, 4),
+                    "apply": round(done - t_apply, 4),
+                    "apply_begin": round(t_decisions - t_apply, 4),
+                    "apply_decisions": round(t_queues - t_decisions, 4),
+                    "apply_queues": round(t_check - t_queues, 4),
+                    "apply_check": round(done - t_check, 4),
+                },
+            },
+        )
+    if outcome.dropped:
+        triggers.want_follow_up()  # decide again on what changed under this cycle
+    return CycleReport(ran=True, record=record, outcome=outcome, completed=completed)
+
+
+def _held_gpus(live: LiveSnapshot):
+    """(pool_id, department_id, project_id, gpus) per running pod in the snapshot."""
+    for row in live.workloads.values():
+        department_id = live.project_departments[row.project_id]
+        for a in row.allocations:
+            gpus = len(a.gpu_devices) * a.gpu_fraction
+            yield live.node_pools[a.node_id], department_id, row.project_id, gpus

@@ -1,0 +1,116 @@
+"""The snapshot adapter: the database as the engine sees it, in constant queries."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from scheduler_core.adapters import load_snapshot
+from scheduler_core.choices import FairshareMode, NodeState
+from scheduler_core.models import UsageSample, WorkloadCandidatePool
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def _populate(cluster, n: int) -> None:
+    for i in range(n):
+        w = factories.workload(cluster["vision"], f"pending-{i}", node_selector={"zone": "a"})
+        WorkloadCandidatePool.objects.create(workload=w, pool=cluster["pool"])
+        factories.running_workload(cluster["nlp"], [cluster["nodes"][i % 2]], name=f"run-{i}")
+
+
+def test_snapshot_takes_the_same_number_of_queries_for_any_cluster_size(
+    cluster, django_assert_num_queries
+):
+    cluster["pool"].fairshare_mode = FairshareMode.TIME_BASED
+    cluster["pool"].save()
+    _populate(cluster, 2)
+    with django_assert_num_queries(9):
+        small = load_snapshot(timezone.now())
+    _populate_more = [factories.node(cluster["pool"], f"extra-{i}") for i in range(5)]
+    assert _populate_more
+    for i in range(2, 8):
+        w = factories.workload(cluster["infra"], f"more-{i}")
+        WorkloadCandidatePool.objects.create(workload=w, pool=cluster["pool"])
+    with django_assert_num_queries(9):
+        big = load_snapshot(timezone.now())
+    assert len(big.snapshot.workloads) > len(small.snapshot.workloads)
+    assert len(big.snapshot.nodes) == 7
+
+
+def test_snapshot_maps_quotas_limits_nodes_and_placements(cluster):
+    dept = cluster["dept"]
+    quota = dept.quotas.get()
+    quota.limit_gpus = 14
+    quota.save()
+    cluster["nodes"][1].state = NodeState.CORDONED
+    cluster["nodes"][1].save()
+    running = factories.running_workload(cluster["vision"], [cluster["nodes"][0]], gpus=2)
+    elastic = factories.workload(
+        cluster["nlp"],
+        "gang",
+        groups=[
+            {"name": "ps", "pods": 1, "min_pods": 1, "gpus": 0, "cpu": 4, "memory": 8},
+            {"name": "worker", "pods": 4, "min_pods": 2, "gpus": 1, "cpu": 8, "memory": 32},
+        ],
+        backoff_limit=2,
+    )
+    live = load_snapshot(timezone.now())
+    snap = live.snapshot
+
+    queues = {q.name: q for q in snap.queues}
+    assert queues["research"].parent is None
+    assert queues["research"].quota["a100"].gpus == 12
+    assert queues["research"].limit["a100"].gpus == 14
+    assert math.isinf(queues["research"].quota["a100"].cpu)  # a CPU quota of 0: not governed
+    assert queues["vision"].parent == "research"
+    assert math.isinf(queues["vision"].limit["a100"].gpus)
+
+    nodes = {n.name: n for n in snap.nodes}
+    assert nodes["gpu-2"].state == "cordoned"
+    assert nodes["gpu-1"].gpus == 8 and nodes["gpu-1"].pool == "a100"
+
+    specs = {w.id: w for w in snap.workloads}
+    run = specs[str(running.pk)]
+    assert run.status == "running" and run.pool == "a100"
+    assert [(p.node, p.devices) for p in run.pods] == [("gpu-1", (0, 1))]
+    assert run.started_at == pytest.approx(running.started_at.timestamp())
+    gang = specs[str(elastic.pk)]
+    assert [(g.name, g.pods, g.min_pods, g.request.gpus) for g in gang.groups] == [
+        ("ps", 1, 1, 0.0),
+        ("worker", 4, 2, 1.0),
+    ]
+    assert gang.backoff_limit == 2 and gang.pods == ()
+    assert live.workloads[elastic.pk].version == elastic.version
+
+
+def test_snapshot_feeds_usage_within_the_pools_window(cluster):
+    pool = cluster["pool"]
+    pool.fairshare_mode = FairshareMode.TIME_BASED
+    pool.time_based_window = 3600
+    pool.save()
+    now = timezone.now()
+    for age in (600, 7200):
+        UsageSample.objects.create(
+            pool=pool,
+            project=cluster["vision"],
+            interval_start=now - timedelta(seconds=age + 60),
+            interval_end=now - timedelta(seconds=age),
+            gpu_seconds=480,
+        )
+    UsageSample.objects.create(
+        pool=pool, department=cluster["dept"], interval_start=now - timedelta(seconds=660),
+        interval_end=now - timedelta(seconds=600), gpu_seconds=480,
+    )  # fmt: skip
+    usage = load_snapshot(now).snapshot.usage
+    assert [(u.queue, u.pool, u.gpu_seconds) for u in usage] == [("vision", "a100", 480)]
+
+
+def test_a_department_named_like_a_project_keeps_a_distinct_queue(cluster):
+    factories.department("vision")
+    names = [q.name for q in load_snapshot(timezone.now()).snapshot.queues]
+    assert "vision" in names and "vision (department)" in names

@@ -153,6 +153,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": SCHEDULER_BEAT_INTERVAL,
         "options": {"expires": max(SCHEDULER_BEAT_INTERVAL, 1.0)},
     },
+    "fail-stale-simulations": {
+        "task": "scheduler_core.simulation_tasks.fail_stale_simulations_task",
+        "schedule": 300.0,
+        "options": {"expires": 300.0},
+    },
     "simulated-runtime-tick": {
         "task": "scheduler_core.tasks.runtime_tick_task",
         "schedule": 1.0,
@@ -164,7 +169,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # A big cycle sends several messages per event; the default capacity (100)
+            # would drop some for a browser subscribed to the whole cluster.
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
         }
     }
     CACHES = {
@@ -174,7 +181,12 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "CONFIG": {"capacity": 1500, "expiry": 60},
+        }
+    }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- REST framework ------------------------------------------------------------------------

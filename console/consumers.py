@@ -1,8 +1,264 @@
-"""The console's websocket consumer (placeholder until the live scheduler issue lands)."""
+"""The console's one websocket consumer: live scheduling events and simulation progress.
 
+Protocol (URL `/ws/events/`, JSON text frames):
+
+- An unauthenticated connection is accepted and closed at once with code 4401, so that a
+  browser sees the code (a refused handshake only shows 1006) and can send the user to log in.
+- Client -> server:
+    {"action": "subscribe", "groups": ["cluster", "pool-2", "project-3", "workload-17"]}
+    {"action": "unsubscribe", "groups": ["workload-17"]}
+    {"action": "ping"}
+- Server -> client:
+    {"type": "subscribed", "groups": [accepted...], "denied": [refused...]}
+    {"type": "unsubscribed", "groups": [...], "reason": "..."}   (reason only when the
+        server drops groups itself, e.g. after the user lost access to a project)
+    {"type": "event", "group": "project-3", "event": {...}}      (scheduler_core.events)
+    {"type": "simulation.progress", "group": "simulation-5", "simulation": {...}}
+    {"type": "pong"}
+    {"type": "error", "message": "...", "field": "groups"}      (bad message; never closes)
+
+Groups and who may join them (the shared access rule, `visible_to`):
+`cluster` and `pool-<id>` any signed-in user; `project-<id>` and `workload-<id>` those who may
+see the project; `simulation-<id>` its creator and system admins. Whatever the group, an event
+about a project the user cannot see is never forwarded. The user's visible projects are cached
+per connection and refreshed on every subscribe, every ACCESS_TTL seconds, and at once when
+their memberships change (`access.changed` on the group `user-<id>`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.contrib.auth import get_user_model
+
+from scheduler_core import access
+from scheduler_core.events import CLUSTER_GROUP, user_group
+from scheduler_core.models import NodePool, Project, Workload
+from scheduler_core.selectors.simulations import simulations_visible_to
+
+logger = logging.getLogger(__name__)
+
+UNAUTHENTICATED = 4401
+ACCESS_TTL = 15.0
+MAX_GROUPS = 500
+KINDS = ("pool", "project", "workload", "simulation")
+USAGE = 'send {"action": "subscribe", "groups": ["cluster", "project-3"]}'
+
+
+class BadMessage(Exception):
+    """A client message that cannot be acted on; answered with an error frame."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def parse_group(name: str) -> tuple[str, int | None] | None:
+    """`("cluster", None)`, `("project", 3)`, ... or None when `name` is no known group."""
+    if name == CLUSTER_GROUP:
+        return (CLUSTER_GROUP, None)
+    kind, _, pk = name.partition("-")
+    if kind in KINDS and pk.isascii() and pk.isdigit() and len(pk) < 19 and int(pk) > 0:
+        return (kind, int(pk))
+    return None
+
+
+@dataclass
+class AccessSnapshot:
+    """What one user may see, as loaded at `loaded_at` (monotonic seconds)."""
+
+    user: Any
+    project_ids: set[int] | None  # None: every project (system admin)
+    loaded_at: float = field(default_factory=time.monotonic)
+
+    def may_see_project(self, project_id: int | None) -> bool:
+        return project_id is None or self.project_ids is None or project_id in self.project_ids
+
+
+def load_access(user_id: int) -> AccessSnapshot | None:
+    """Reload the user and the projects they may see; None when they may not sign in now."""
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if not access.is_authenticated(user):
+        return None
+    if access.is_system_admin(user):
+        return AccessSnapshot(user=user, project_ids=None)
+    ids = set(Project.objects.visible_to(user).values_list("pk", flat=True))
+    return AccessSnapshot(user=user, project_ids=ids)
+
+
+def authorize_groups(snapshot: AccessSnapshot, names: list[str]) -> tuple[list[str], list[str]]:
+    """Split group names into (accepted, denied) for this user, in the order given: a few
+    queries in all, however many groups."""
+    parsed = {name: parse_group(name) for name in names}
+    wanted: dict[str, list[tuple[str, int]]] = {kind: [] for kind in KINDS}
+    for name, group in parsed.items():
+        if group is not None and group[0] != CLUSTER_GROUP:
+            wanted[group[0]].append((name, group[1]))
+    user = snapshot.user
+    if snapshot.project_ids is None:
+        projects = _existing(Project.objects.all(), wanted["project"])
+    else:
+        projects = {pk for _, pk in wanted["project"] if pk in snapshot.project_ids}
+    allowed: dict[str, set[int]] = {
+        "pool": _existing(NodePool.objects.all(), wanted["pool"]),
+        "project": projects,
+        "workload": _existing(Workload.objects.visible_to(user), wanted["workload"]),
+        "simulation": _existing(simulations_visible_to(user), wanted["simulation"]),
+    }
+    accepted: list[str] = []
+    denied: list[str] = []
+    for name, group in parsed.items():
+        ok = group is not None and (group[0] == CLUSTER_GROUP or group[1] in allowed[group[0]])
+        (accepted if ok else denied).append(name)
+    return accepted, denied
+
+
+def _existing(queryset, items: list[tuple[str, int]]) -> set[int]:
+    if not items:
+        return set()
+    return set(queryset.filter(pk__in=[pk for _, pk in items]).values_list("pk", flat=True))
 
 
 class EventsConsumer(AsyncJsonWebsocketConsumer):
-    async def connect(self):
-        await self.close()
+    """One connection of one browser tab: explicit subscriptions, checked group by group."""
+
+    async def connect(self) -> None:
+        self.subscriptions: set[str] = set()
+        self.snapshot: AccessSnapshot | None = None
+        self.personal_group: str | None = None
+        await self.accept()
+        user = self.scope.get("user")
+        user_id = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
+        if user_id is not None:
+            self.snapshot = await database_sync_to_async(load_access)(user_id)
+        if self.snapshot is None:
+            await self.close(code=UNAUTHENTICATED)
+            return
+        self.personal_group = user_group(user_id)
+        await self.channel_layer.group_add(self.personal_group, self.channel_name)
+
+    async def disconnect(self, code: int) -> None:
+        groups = set(getattr(self, "subscriptions", set()))
+        if getattr(self, "personal_group", None):
+            groups.add(self.personal_group)
+        for group in groups:
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    # --- client -> server ----------------------------------------------------------------
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kw):
+        if self.snapshot is None:
+            return
+        try:
+            if text_data is None:
+                raise BadMessage(f"send JSON text frames, not binary ones: {USAGE}")
+            try:
+                content = json.loads(text_data)
+            except ValueError as exc:
+                raise BadMessage(f"not valid JSON ({exc}): {USAGE}") from None
+            await self.receive_json(content)
+        except BadMessage as exc:
+            frame = {"type": "error", "message": str(exc)}
+            if exc.field:
+                frame["field"] = exc.field
+            await self.send_json(frame)
+
+    async def receive_json(self, content: Any, **kwargs) -> None:
+        if not isinstance(content, dict):
+            raise BadMessage(f"a message must be a JSON object: {USAGE}")
+        action = content.get("action")
+        if action == "ping":
+            await self.send_json({"type": "pong"})
+            return
+        if action not in ("subscribe", "unsubscribe"):
+            raise BadMessage(
+                f"unknown action {action!r}: use 'subscribe', 'unsubscribe' or 'ping'", "action"
+            )
+        groups = content.get("groups")
+        if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+            raise BadMessage(
+                "groups must be a list of group names like 'cluster', 'pool-2', 'project-3', "
+                "'workload-17' or 'simulation-5'",
+                "groups",
+            )
+        groups = list(dict.fromkeys(groups))  # de-duplicate, keep order
+        if action == "subscribe":
+            await self.subscribe(groups)
+        else:
+            await self.unsubscribe(groups)
+
+    async def subscribe(self, groups: list[str]) -> None:
+        if len(self.subscriptions | set(groups)) > MAX_GROUPS:
+            raise BadMessage(f"at most {MAX_GROUPS} groups per connection", "groups")
+        await self.refresh_access()
+        if self.snapshot is None:
+            return
+        accepted, denied = await database_sync_to_async(authorize_groups)(self.snapshot, groups)
+        for group in accepted:
+            if group not in self.subscriptions:
+                await self.channel_layer.group_add(group, self.channel_name)
+                self.subscriptions.add(group)
+        await self.send_json({"type": "subscribed", "groups": accepted, "denied": denied})
+
+    async def unsubscribe(self, groups: list[str], reason: str = "") -> None:
+        left = [g for g in groups if g in self.subscriptions]
+        for group in left:
+            await self.channel_layer.group_discard(group, self.channel_name)
+            self.subscriptions.discard(group)
+        frame: dict[str, Any] = {"type": "unsubscribed", "groups": left if reason else groups}
+        if reason:
+            frame["reason"] = reason
+        await self.send_json(frame)
+
+    # --- access ---------------------------------------------------------------------------
+
+    async def refresh_access(self, *, force: bool = True) -> None:
+        """Reload what the user may see; drop groups they lost; close if they lost access."""
+        if self.snapshot is None:
+            return
+        if not force and time.monotonic() - self.snapshot.loaded_at < ACCESS_TTL:
+            return
+        self.snapshot = await database_sync_to_async(load_access)(self.snapshot.user.pk)
+        if self.snapshot is None:
+            await self.close(code=UNAUTHENTICATED)
+            return
+        if self.subscriptions:
+            _, lost = await database_sync_to_async(authorize_groups)(
+                self.snapshot, sorted(self.subscriptions)
+            )
+            if lost:
+                await self.unsubscribe(lost, reason="access revoked")
+
+    # --- channel layer -> client ------------------------------------------------------------
+
+    async def scheduling_event(self, message: dict[str, Any]) -> None:
+        """A SchedulingEvent (see scheduler_core.events); only if its project is visible."""
+        if self.snapshot is None:
+            return
+        await self.refresh_access(force=False)
+        event = message.get("event") or {}
+        if self.snapshot is None or not self.snapshot.may_see_project(event.get("project_id")):
+            return
+        group = message.get("group")
+        if group is not None and group not in self.subscriptions:
+            return  # left the group while this message was on its way
+        await self.send_json({"type": "event", "group": group, "event": event})
+
+    async def simulation_progress(self, message: dict[str, Any]) -> None:
+        """Progress of a what-if run (only its creator and system admins join its group)."""
+        group = message.get("group")
+        if self.snapshot is None or group not in self.subscriptions:
+            return
+        await self.send_json(
+            {"type": "simulation.progress", "group": group, "simulation": message["simulation"]}
+        )
+
+    async def access_changed(self, message: dict[str, Any]) -> None:
+        """The user's memberships changed: reload what they may see right away."""
+        await self.refresh_access(force=True)

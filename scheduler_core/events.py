@@ -34,6 +34,7 @@ from scheduler_core.models import (
 logger = logging.getLogger(__name__)
 
 CLUSTER_GROUP = "cluster"
+SEND_CONCURRENCY = 16
 
 
 def group_name(kind: str, pk: int | str) -> str:
@@ -151,9 +152,22 @@ def broadcast(messages: list[tuple[str, dict[str, Any]]]) -> None:
     if layer is None:
         return
 
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for group, message in messages:
+        by_group.setdefault(group, []).append(message)
+
     async def send_all() -> None:
-        for group, message in messages:
-            await layer.group_send(group, message)
+        # Groups in parallel (a big cycle touches hundreds), each group's messages in order.
+        import asyncio
+
+        slots = asyncio.Semaphore(SEND_CONCURRENCY)
+
+        async def send_group(group: str, items: list[dict[str, Any]]) -> None:
+            async with slots:
+                for message in items:
+                    await layer.group_send(group, message)
+
+        await asyncio.gather(*(send_group(g, items) for g, items in by_group.items()))
 
     try:
         async_to_sync(send_all)()

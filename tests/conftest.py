@@ -11,6 +11,12 @@ def _no_autorun_cycles(settings):
     settings.SCHEDULER_AUTORUN = False
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Real password hashing costs seconds per test on two cores; tests need no strength."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def autorun_cycles(settings):
     settings.SCHEDULER_AUTORUN = True

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler_core.adapters.snapshot import AllocationRow, LiveSnapshot, WorkloadRow
+from scheduler_core.bulk_writes import update_rows
 from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.engine import (
     EVICT_FAULT,
@@ -317,7 +318,7 @@ class Applier:
         if touched:
             for w in touched:
                 w.updated_at = self.now
-            Workload.objects.bulk_update(touched, WORKLOAD_WRITE_FIELDS, batch_size=1000)
+            update_rows(touched, WORKLOAD_WRITE_FIELDS)
         self.outcome.events = len(self.events)
         self.events.flush()
 

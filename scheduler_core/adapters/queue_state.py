@@ -8,6 +8,7 @@ from collections import defaultdict
 from django.utils import timezone
 
 from scheduler_core.adapters.snapshot import LiveSnapshot
+from scheduler_core.bulk_writes import update_rows
 from scheduler_core.engine import CycleResult, QueueStatus
 from scheduler_core.models import QueueState
 
@@ -116,7 +117,7 @@ def write_queue_states(live: LiveSnapshot, result: CycleResult) -> int:
     if created:
         QueueState.objects.bulk_create(created)
     if changed:
-        QueueState.objects.bulk_update(changed, [*FIGURES, "updated_at"])
+        update_rows(changed, [*FIGURES, "updated_at"])
     return len(created) + len(changed)
 
 

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from scheduler_core.bulk_writes import update_rows
 from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.event_batch import EventBatch
 from scheduler_core.models import Allocation, Workload
@@ -80,7 +81,7 @@ def workloads_complete(
                 reason=f"finished after running {ran:.1f} s",
                 nodes=[],
             )
-        Workload.objects.bulk_update(
+        update_rows(
             workloads,
             [
                 "status",
@@ -91,7 +92,6 @@ def workloads_complete(
                 "version",
                 "updated_at",
             ],
-            batch_size=500,
         )
         batch.flush()
         if request:

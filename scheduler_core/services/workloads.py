@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.validators import slug_re
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -20,6 +21,7 @@ from scheduler_core.choices import (
     WorkloadKind,
     WorkloadStatus,
 )
+from scheduler_core.event_batch import EventBatch
 from scheduler_core.events import event_record
 from scheduler_core.models import (
     Allocation,
@@ -151,6 +153,11 @@ def _validate(
     errors = FieldErrors()
     if not req.name or len(req.name) > 100:
         errors.add("name", "is required (at most 100 characters)")
+    elif not slug_re.fullmatch(req.name):
+        errors.add(
+            "name",
+            f"use letters, digits, dashes and underscores (like 'resnet-50'), got {req.name!r}",
+        )
     if req.kind not in WorkloadKind.values:
         errors.add("kind", f"must be one of {', '.join(WorkloadKind.values)}, got {req.kind!r}")
     if req.weight is None or req.weight <= 0:
@@ -185,7 +192,8 @@ def _validate(
     return groups, list(req.pools)
 
 
-def _create(req: WorkloadRequest, *, user, groups, pools, now) -> Workload:
+def _build(req: WorkloadRequest, *, user, groups, now) -> Workload:
+    """An unsaved workload for a validated request, with the kind's defaults applied."""
     single = len(groups) == 1 and not req.groups
     main = groups[0]
     priority = req.priority if req.priority is not None else DEFAULT_PRIORITY[req.kind]
@@ -195,40 +203,73 @@ def _create(req: WorkloadRequest, *, user, groups, pools, now) -> Workload:
         preemptible = priority < 100  # priority >= 100 is non-preemptible by default
     else:
         preemptible = DEFAULT_PREEMPTIBLE[req.kind]
+    return Workload(
+        project=req.project,
+        name=req.name,
+        kind=req.kind,
+        priority=priority,
+        preemptible=preemptible,
+        pods=main["pods"] if single else sum(g["pods"] for g in groups),
+        min_pods=main["min_pods"] if single else sum(g["min_pods"] for g in groups),
+        gpus=main["gpus"] if single else 0,
+        cpu=main["cpu"] if single else 0,
+        memory=main["memory"] if single else 0,
+        groups=[] if single else groups,
+        node_selector=req.node_selector or {},
+        weight=req.weight,
+        backoff_limit=req.backoff_limit,
+        spec=req.spec or {},
+        submitted_by=user if access.is_authenticated(user) else None,
+        submitted_at=now,
+        status=WorkloadStatus.PENDING,
+        pending_reason="waiting for the scheduler's next cycle",
+    )
+
+
+def _existing_names(requests: Sequence[WorkloadRequest]) -> set[tuple[int, str]]:
+    projects = {r.project.pk for r in requests}
+    names = {r.name for r in requests}
+    return set(
+        Workload.objects.filter(project_id__in=projects, name__in=names).values_list(
+            "project_id", "name"
+        )
+    )
+
+
+def _insert(
+    requests: Sequence[WorkloadRequest],
+    validated: Sequence[tuple[list[dict[str, Any]], list[NodePool]]],
+    *,
+    user,
+    now,
+) -> list[Workload]:
+    """Write validated workloads, their candidate pools and `submitted` events in a few bulk
+    INSERTs, publish the events after commit, and ask for one cycle."""
+    workloads = [
+        _build(req, user=user, groups=groups, now=now)
+        for req, (groups, _pools) in zip(requests, validated, strict=True)
+    ]
     try:
         with transaction.atomic():
-            workload = Workload.objects.create(
-                project=req.project,
-                name=req.name,
-                kind=req.kind,
-                priority=priority,
-                preemptible=preemptible,
-                pods=main["pods"] if single else sum(g["pods"] for g in groups),
-                min_pods=main["min_pods"] if single else sum(g["min_pods"] for g in groups),
-                gpus=main["gpus"] if single else 0,
-                cpu=main["cpu"] if single else 0,
-                memory=main["memory"] if single else 0,
-                groups=[] if single else groups,
-                node_selector=req.node_selector or {},
-                weight=req.weight,
-                backoff_limit=req.backoff_limit,
-                spec=req.spec or {},
-                submitted_by=user if access.is_authenticated(user) else None,
-                submitted_at=now,
-                status=WorkloadStatus.PENDING,
-                pending_reason="waiting for the scheduler's next cycle",
-            )
-    except IntegrityError as exc:
+            Workload.objects.bulk_create(workloads)
+    except IntegrityError as exc:  # a concurrent submission took a name
         raise ValidationError(
-            {"name": f"a workload named {req.name!r} already exists in project {req.project}"}
+            {"name": "a workload with this name was just created in the same project"}
         ) from exc
     WorkloadCandidatePool.objects.bulk_create(
         [
-            WorkloadCandidatePool(workload=workload, pool=p, preference=i)
+            WorkloadCandidatePool(workload=w, pool=p, preference=i)
+            for w, (_groups, pools) in zip(workloads, validated, strict=True)
             for i, p in enumerate(pools)
         ]
     )
-    return workload
+    events = EventBatch(now)
+    reason = f"submitted by {getattr(user, 'username', None) or 'system'}"
+    for workload in workloads:
+        events.add(type=EventType.SUBMITTED, workload=workload, reason=reason)
+    events.flush()
+    request_cycle()
+    return workloads
 
 
 def _pool_context() -> tuple[dict[int, list[Node]], list[NodePool]]:
@@ -243,27 +284,29 @@ def workload_submit(*, user, request: WorkloadRequest) -> Workload:
     if not access.can_submit_to(user, request.project):
         raise PermissionDenied(f"you cannot submit workloads to project {request.project}")
     nodes_by_pool, all_pools = _pool_context()
-    groups, pools = _validate(request, nodes_by_pool=nodes_by_pool, all_pools=all_pools)
-    now = timezone.now()
-    with transaction.atomic():
-        workload = _create(request, user=user, groups=groups, pools=pools, now=now)
-        event_record(
-            type=EventType.SUBMITTED,
-            workload=workload,
-            at=now,
-            reason=f"submitted by {getattr(user, 'username', 'system')}",
+    validated = _validate(request, nodes_by_pool=nodes_by_pool, all_pools=all_pools)
+    if (request.project.pk, request.name) in _existing_names([request]):
+        raise ValidationError(
+            {
+                "name": f"a workload named {request.name!r} already exists in project "
+                f"{request.project}"
+            }
         )
-        request_cycle()
-    return workload
+    with transaction.atomic():
+        return _insert([request], [validated], user=user, now=timezone.now())[0]
 
 
 def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[Workload]:
     """Queue many workloads at once: all of them, or none if any is invalid."""
     errors: dict[str, list[str]] = {}
+    allowed: dict[int, bool] = {}
     for i, req in enumerate(requests):
-        if not access.can_submit_to(user, req.project):
+        if req.project.pk not in allowed:
+            allowed[req.project.pk] = access.can_submit_to(user, req.project)
+        if not allowed[req.project.pk]:
             raise PermissionDenied(f"workloads[{i}]: you cannot submit to project {req.project}")
     nodes_by_pool, all_pools = _pool_context()
+    existing = _existing_names(requests)
     validated = []
     seen: set[tuple[int, str]] = set()
     for i, req in enumerate(requests):
@@ -272,32 +315,20 @@ def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[W
         except ValidationError as exc:
             for fld, msgs in exc.message_dict.items():
                 errors.setdefault(f"workloads[{i}].{fld}", []).extend(msgs)
-        if (req.project.pk, req.name) in seen:
+        key = (req.project.pk, req.name)
+        if key in seen:
             errors.setdefault(f"workloads[{i}].name", []).append(
                 f"{req.name!r} appears twice in this request"
             )
-        seen.add((req.project.pk, req.name))
+        elif key in existing:
+            errors.setdefault(f"workloads[{i}].name", []).append(
+                f"a workload named {req.name!r} already exists in project {req.project}"
+            )
+        seen.add(key)
     if errors:
         raise ValidationError(errors)
-    now = timezone.now()
-    created = []
     with transaction.atomic():
-        for i, (req, (groups, pools)) in enumerate(zip(requests, validated, strict=True)):
-            try:
-                workload = _create(req, user=user, groups=groups, pools=pools, now=now)
-            except ValidationError as exc:
-                raise ValidationError(
-                    {f"workloads[{i}].{k}": v for k, v in exc.message_dict.items()}
-                ) from exc
-            event_record(
-                type=EventType.SUBMITTED,
-                workload=workload,
-                at=now,
-                reason=f"submitted by {getattr(user, 'username', 'system')}",
-            )
-            created.append(workload)
-        request_cycle()
-    return created
+        return _insert(requests, validated, user=user, now=timezone.now())
 
 
 def _locked(workload: Workload) -> Workload:

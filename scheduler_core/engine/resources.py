@@ -92,7 +92,9 @@ class Resources:
 
     def is_zero(self) -> bool:
         """True when every amount is (about) zero."""
-        return abs(self.gpus) <= EPSILON and abs(self.cpu) <= EPSILON and abs(self.memory) <= EPSILON
+        return (
+            abs(self.gpus) <= EPSILON and abs(self.cpu) <= EPSILON and abs(self.memory) <= EPSILON
+        )
 
 
 ZERO = Resources()

@@ -1,0 +1,139 @@
+"""Fairway's scheduling engine: pure Python, no Django.
+
+Snapshot in, decisions out. The live scheduler builds a `ClusterSnapshot` from the
+database, calls `run_cycle`, and applies the `CycleResult` in one transaction; the
+simulator does the same in simulated time. Shaped like Volcano/KAI: a session over a
+frozen snapshot, ordered actions (faults -> allocate -> [Determined pools] ->
+consolidate -> reclaim -> preempt -> expand), each changing state only through a
+statement that commits or discards as a whole, and plugins (priority, gang,
+proportion, minruntime) registered by name.
+
+Stable interface (names are kept; additions may come):
+
+Snapshot (frozen dataclasses, string keys everywhere):
+- `Resources(gpus, cpu, memory)` floats, `math.inf` = unlimited; `+`, `-`, `scale`,
+  `fits_in`, `to_dict`.
+- `PoolConfig(name, policy, placement, preemption, consolidation,
+  max_consolidation_evaluations, min_guaranteed_runtime, over_quota_weight_from_quota,
+  fairshare_mode, time_based_window, time_based_half_life, time_based_k)`.
+- `NodeSpec(name, pool, gpus, cpu, memory, labels, state)`; cpu/memory None = unlimited;
+  state ready|cordoned|down.
+- `QueueSpec(name, parent, rank, over_quota_weight, quota, limit, creation_order)`:
+  departments have parent None; quota/limit map pool -> Resources.
+- `PodGroupSpec(name, pods, min_pods, request)`, `PodPlacement(group, node, devices,
+  gpu_fraction)`.
+- `WorkloadSpec(id, project, groups, kind, priority, preemptible, pools, node_selector,
+  weight, submitted_at, creation_order, backoff_limit, restarts, status, pods, pool,
+  started_at, name)`.
+- `UsageRecord(queue, pool, start, end, gpu_seconds)` (time-based fairshare history).
+- `ClusterSnapshot(now, pools, nodes, queues, workloads, usage, plugins)`.
+
+Running:
+- `run_cycle(snapshot) -> CycleResult`: one cycle.
+- `apply_result(snapshot, result) -> ClusterSnapshot`: the state after the decisions.
+- `run_until_stable(snapshot) -> (snapshot, [CycleResult])`: cycles to a fixed point.
+
+Result:
+- `CycleResult(now, decisions, pending, queues)`: `decisions` is a tuple of
+  `Allocate(workload, pool, pods)`, `Evict(workload, reason_kind, reason, by)` (kinds
+  priority|reclaim|fault|fairshare), `Move(workload, pool, pods, reason)`,
+  `Shrink(workload, pods, reason)`, `Expand(workload, pods)`, `Fail(workload, reason)`,
+  to apply in order; `pending[workload_id]` is a `PendingInfo(workload, queue,
+  reason_kind, reason, queue_position)`; `queues[queue][pool]` is a
+  `QueueStatus(queue, pool, deserved, limit, fairshare, allocated, requested)`.
+
+Simulation (shared by the scenario runner and the benchmark):
+- `scheduler_core.engine.simulation.Simulation`: time-stepped state with events
+  (submit, finish, fail, delete, set_priority, set_quota, set_weight, node_down,
+  node_up), completion by duration, usage accounting for time-based fairshare.
+"""
+
+from scheduler_core.engine.cycle import (
+    ACTIONS,
+    DEFAULT_ACTIONS,
+    apply_result,
+    run_cycle,
+    run_until_stable,
+)
+from scheduler_core.engine.decisions import (
+    EVICT_FAIRSHARE,
+    EVICT_FAULT,
+    EVICT_PRIORITY,
+    EVICT_REASON_KINDS,
+    EVICT_RECLAIM,
+    Allocate,
+    CycleResult,
+    Decision,
+    Evict,
+    Expand,
+    Fail,
+    Move,
+    PendingInfo,
+    QueueStatus,
+    Shrink,
+)
+from scheduler_core.engine.plugins import DEFAULT_PLUGINS, Plugin, register, registered_plugins
+from scheduler_core.engine.resources import RESOURCE_NAMES, UNLIMITED, ZERO, Resources
+from scheduler_core.engine.snapshot import (
+    DEFAULT_PRIORITY_BY_KIND,
+    FAIRSHARE_MODES,
+    KINDS,
+    NODE_STATES,
+    PLACEMENTS,
+    POLICIES,
+    ClusterSnapshot,
+    NodeSpec,
+    PodGroupSpec,
+    PodPlacement,
+    PoolConfig,
+    QueueSpec,
+    UsageRecord,
+    WorkloadSpec,
+    default_preemptible,
+)
+
+__all__ = [
+    "ACTIONS",
+    "DEFAULT_ACTIONS",
+    "DEFAULT_PLUGINS",
+    "DEFAULT_PRIORITY_BY_KIND",
+    "EVICT_FAIRSHARE",
+    "EVICT_FAULT",
+    "EVICT_PRIORITY",
+    "EVICT_REASON_KINDS",
+    "EVICT_RECLAIM",
+    "FAIRSHARE_MODES",
+    "KINDS",
+    "NODE_STATES",
+    "PLACEMENTS",
+    "POLICIES",
+    "RESOURCE_NAMES",
+    "UNLIMITED",
+    "ZERO",
+    "Allocate",
+    "ClusterSnapshot",
+    "CycleResult",
+    "Decision",
+    "Evict",
+    "Expand",
+    "Fail",
+    "Move",
+    "NodeSpec",
+    "PendingInfo",
+    "Plugin",
+    "PodGroupSpec",
+    "PodPlacement",
+    "PoolConfig",
+    "QueueSpec",
+    "QueueStatus",
+    "Resources",
+    "Shrink",
+    "UsageRecord",
+    "WorkloadSpec",
+    "apply_result",
+    "default_preemptible",
+    "register",
+    "registered_plugins",
+    "run_cycle",
+    "run_until_stable",
+]

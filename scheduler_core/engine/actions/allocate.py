@@ -1,0 +1,80 @@
+"""Allocate: start pending workloads in free capacity, queue by queue in fairshare
+order, gangs all-or-nothing, limits and the in-quota rule of non-preemptible work
+respected. Candidate pools are tried in each workload's order of preference."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from scheduler_core.engine.actions.common import (
+    gang_counts,
+    gang_request,
+    in_queue_order,
+    quota_pools,
+    try_start,
+)
+from scheduler_core.engine.placement import describe_misfit
+from scheduler_core.engine.session import Session
+from scheduler_core.engine.state import PoolIndex, WorkloadState
+
+
+def allocate(session: Session) -> None:
+    """Place what fits without disturbing anything that runs."""
+    pools = quota_pools(session)
+    if not pools:
+        return
+    pending = session.pending_workloads()
+    candidates = {w.id: session.candidate_pools(w) for w in pending}
+    depth = max((len(c) for c in candidates.values()), default=0)
+    for level in range(depth):
+        for pool in pools:
+            jobs = [
+                w
+                for w in pending
+                if not w.pods
+                and len(candidates[w.id]) > level
+                and candidates[w.id][level] == pool.name
+            ]
+            if jobs:
+                in_queue_order(
+                    session,
+                    pool.name,
+                    jobs,
+                    partial(_attempt, session, pool),
+                    viable=partial(_may_fit, session, pool),
+                    skip=partial(_attempt, session, pool),
+                )
+
+
+def _may_fit(session: Session, pool: PoolIndex, w: WorkloadState) -> bool:
+    """Could the gang of `w` fit the free capacity at all? (Free capacity only shrinks
+    during allocate, so a False stays False.)"""
+    counts = gang_counts(session, w)
+    need = 0.0
+    widest = 0
+    for grp in w.groups:
+        k = counts.get(grp.name, 0)
+        if k:
+            need += grp.gpus * k
+            if grp.gpus >= 1.0:
+                widest = max(widest, round(grp.gpus))
+    if need > pool.free_gpus + 1e-9:
+        return False
+    return widest <= pool.largest_free_whole()
+
+
+def _attempt(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
+    if w.pods or w.failed:
+        return
+    counts = gang_counts(session, w)
+    extra = gang_request(session, w)
+    problem = session.admission_problem(w, pool.name, extra)
+    if problem is not None:
+        session.set_reason(w, pool.name, *problem)
+        return
+    stmt = session.statement()
+    if try_start(session, stmt, w, pool, counts):
+        stmt.commit()
+        return
+    stmt.discard()
+    session.set_reason(w, pool.name, "capacity", describe_misfit(pool, w, counts))

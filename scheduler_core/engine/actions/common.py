@@ -1,0 +1,288 @@
+"""Helpers shared by actions: job and victim order, queue-ordered iteration, trying to
+start a workload, and freeing room by shrinking or evicting victims."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from scheduler_core.engine.placement import place_pods
+from scheduler_core.engine.plugins import first_answer
+from scheduler_core.engine.resources import EPSILON
+from scheduler_core.engine.session import Session, Vec
+from scheduler_core.engine.snapshot import POLICY_QUOTA, PodPlacement
+from scheduler_core.engine.state import NodeState, PoolIndex, WorkloadState
+from scheduler_core.engine.statement import Statement
+
+
+def job_key(session: Session, w: WorkloadState) -> tuple[float, ...]:
+    """Order of `w` inside its queue (smaller first)."""
+    key = first_answer(session.plugins, lambda p: p.job_order_key(w))
+    return key if key is not None else w.order_key
+
+
+def victim_key(session: Session, w: WorkloadState) -> tuple[float, ...]:
+    """Order in which `w` is picked as a victim (smaller first)."""
+    cached = session.victim_keys.get(w.id)
+    if cached is None:
+        key = first_answer(session.plugins, lambda p: p.victim_order_key(session, w))
+        cached = key if key is not None else (w.priority,)
+        session.victim_keys[w.id] = cached
+    return cached
+
+
+def gang_counts(session: Session, w: WorkloadState) -> dict[str, int]:
+    """Pods per group that must start together (do not modify the returned dict)."""
+    cached = session.gang_cache.get(w.id)
+    if cached is None:
+        counts = first_answer(session.plugins, lambda p: p.gang_counts(w))
+        cached = counts if counts is not None else w.min_counts()
+        session.gang_cache[w.id] = cached
+    return cached
+
+
+def gang_request(session: Session, w: WorkloadState) -> Vec:
+    """Resources of the gang minimum of `w` (do not modify the returned list)."""
+    cached = session.gang_request_cache.get(w.id)
+    if cached is None:
+        cached = list(w.request_of(gang_counts(session, w)))
+        session.gang_request_cache[w.id] = cached
+    return cached
+
+
+def quota_pools(session: Session, *, flag: str | None = None) -> list[PoolIndex]:
+    """Pools under policy quota (optionally only those where config `flag` is on)."""
+    return [
+        p
+        for p in session.pools.values()
+        if p.config.policy == POLICY_QUOTA and (flag is None or getattr(p.config, flag))
+    ]
+
+
+def pending_for_pool(session: Session, pool: str) -> list[WorkloadState]:
+    """Pending workloads that may run in `pool`."""
+    return [w for w in session.pending_workloads() if pool in session.candidate_pools(w)]
+
+
+def in_queue_order(
+    session: Session,
+    pool: str,
+    jobs: Iterable[WorkloadState],
+    attempt: Callable[[WorkloadState], None],
+    extra_of: Callable[[WorkloadState], Vec] | None = None,
+    viable: Callable[[WorkloadState], bool] | None = None,
+    skip: Callable[[WorkloadState], None] | None = None,
+) -> None:
+    """Call `attempt` on every job, always taking the best job of the best queue next
+    (queue order is re-evaluated lazily as allocations change it). Jobs for which
+    `viable` says False (a verdict that must not change within the action) are handed
+    to `skip` instead, without taking part in the ordering."""
+    if extra_of is None:
+
+        def extra_of(w: WorkloadState) -> Vec:
+            return gang_request(session, w)
+
+    queues: dict[str, list[WorkloadState]] = {}
+    for w in jobs:
+        queues.setdefault(w.project, []).append(w)
+    # entries: (key, seq, project, commits when the key was computed)
+    heap: list[tuple[tuple[object, ...], int, str, int]] = []
+    position: dict[str, int] = {}
+    seq = 0
+
+    def next_viable(project: str) -> WorkloadState | None:
+        items = queues[project]
+        while position[project] < len(items):
+            w = items[position[project]]
+            if viable is None or viable(w):
+                return w
+            position[project] += 1
+            if skip is not None:
+                skip(w)
+        return None
+
+    for project, items in queues.items():
+        items.sort(key=lambda w: job_key(session, w))
+        position[project] = 0
+        first = next_viable(project)
+        if first is None:
+            continue
+        key = session.queue_key(first, pool, extra_of(first))
+        heap.append((key, seq, project, session.commits))
+        seq += 1
+    heapq.heapify(heap)
+    while heap:
+        key, _, project, stamp = heapq.heappop(heap)
+        items = queues[project]
+        w = items[position[project]]
+        if stamp != session.commits:
+            # the state changed since the key was computed: re-evaluate lazily
+            fresh = session.queue_key(w, pool, extra_of(w))
+            if heap and fresh > heap[0][0]:
+                seq += 1
+                heapq.heappush(heap, (fresh, seq, project, session.commits))
+                continue
+        position[project] += 1
+        attempt(w)
+        nxt = next_viable(project)
+        if nxt is not None:
+            seq += 1
+            key = session.queue_key(nxt, pool, extra_of(nxt))
+            heapq.heappush(heap, (key, seq, project, session.commits))
+
+
+def try_start(
+    session: Session, stmt: Statement, w: WorkloadState, pool: PoolIndex, counts: dict[str, int]
+) -> bool:
+    """Place `counts` pods of `w` in `pool` within `stmt`; on failure nothing changes."""
+    mark = stmt.mark()
+    if place_pods(session, stmt, w, pool, counts):
+        return True
+    stmt.rollback(mark)
+    return False
+
+
+@dataclass(slots=True)
+class VictimStep:
+    """One way to free room: remove one pod of an elastic workload (`pod` set) or
+    evict a workload whole (`pod` None)."""
+
+    victim: WorkloadState
+    pod: PodPlacement | None = None
+
+    def freed(self) -> Vec:
+        """What this step frees."""
+        if self.pod is not None:
+            grp = self.victim.group(self.pod.group)
+            return [grp.gpus, grp.cpu, grp.memory]
+        return list(self.victim.allocated())
+
+
+def queue_victims(session: Session, queue: str, pool: str) -> list[WorkloadState]:
+    """Preemptible running workloads of `queue` in `pool`, in victim order (cached)."""
+    key = (queue, pool)
+    found = session.queue_victims.get(key)
+    if found is None:
+        running = session.running_by_queue.get(key, {})
+        found = sorted(
+            (v for v in running.values() if v.preemptible), key=lambda v: victim_key(session, v)
+        )
+        session.queue_victims[key] = found
+    return found
+
+
+def shrink_pod(w: WorkloadState) -> PodPlacement | None:
+    """The pod an elastic workload gives up next (last pod of the last group that is
+    above its minimum), or None at its minimum."""
+    counts = w.pod_counts()
+    for grp in reversed(w.groups):
+        if counts[grp.name] > grp.min_pods:
+            for pod in reversed(w.pods):
+                if pod.group == grp.name:
+                    return pod
+    return None
+
+
+def _pod_fits_back(session: Session, w: WorkloadState, pod: PodPlacement) -> bool:
+    node: NodeState = session.nodes[pod.node]
+    if not node.ready:
+        return False
+    grp = w.group(pod.group)
+    if not node.fits_cpu_mem(grp.cpu, grp.memory):
+        return False
+    return all(node.dev_used[d] + pod.gpu_fraction <= 1.0 + EPSILON for d in pod.devices)
+
+
+def free_and_place(
+    session: Session,
+    stmt: Statement,
+    job: WorkloadState,
+    pool: PoolIndex,
+    counts: dict[str, int],
+    victims: Iterable[WorkloadState],
+    allowed: Callable[[VictimStep], bool],
+    evict_kind: str,
+    reason_for: Callable[[WorkloadState], str],
+    elastic: list[WorkloadState] | None = None,
+) -> bool:
+    """Shrink elastic victims one pod at a time, then evict whole victims, in the given
+    order and only where `allowed`, until `job` fits; then give back whatever turns out
+    not to be needed. `victims` is consumed lazily; `elastic` lists the elastic ones
+    (taken from `victims` when not given). True when `job` was placed (the caller
+    commits)."""
+    if elastic is None:
+        victims = list(victims)
+        elastic = [v for v in victims if v.elastic]
+    applied: list[tuple[VictimStep, tuple[object, ...], list[PodPlacement]]] = []
+    need = sum(g.gpus * counts.get(g.name, 0) for g in job.groups)
+
+    def attempt_place() -> bool:
+        if need > pool.free_gpus + EPSILON:
+            return False
+        return try_start(session, stmt, job, pool, counts)
+
+    placed = False
+    # elastic victims first: one pod at a time, round by round
+    shrinking = [v for v in elastic if v.extra_pods() > 0]
+    progress = True
+    while not placed and progress:
+        progress = False
+        for v in shrinking:
+            pod = shrink_pod(v)
+            if pod is None:
+                continue
+            step = VictimStep(v, pod)
+            if not allowed(step):
+                continue
+            flags = _flags(v)
+            stmt.unbind(v, pod)
+            stmt.note_reason(v, reason_for(v))
+            applied.append((step, flags, [pod]))
+            progress = True
+            if attempt_place():
+                placed = True
+                break
+    if not placed:
+        for v in victims:
+            if not v.pods or session.protection(v) is not None:
+                continue
+            step = VictimStep(v)
+            if not allowed(step):
+                continue
+            flags = _flags(v)
+            pods = list(v.pods)
+            stmt.evict(v, evict_kind, reason_for(v), job.name)
+            applied.append((step, flags, pods))
+            if attempt_place():
+                placed = True
+                break
+    if not placed:
+        return False
+    # evict as little as possible: put back victims whose pods still fit where they were
+    gone: set[str] = set()  # victims whose whole eviction stays
+    for step, flags, pods in reversed(applied):
+        v = step.victim
+        if v.id in gone:
+            continue
+        if not all(_pod_fits_back(session, v, p) for p in pods):
+            if step.pod is None:
+                gone.add(v.id)
+            continue
+        for p in pods:
+            stmt.bind(v, p)
+        stmt.restore_flags(v, flags)
+    return True
+
+
+def _flags(w: WorkloadState) -> tuple[object, ...]:
+    return (
+        w.evicted,
+        w.evict_kind,
+        w.evict_reason,
+        w.evict_by,
+        w.moved,
+        w.failed,
+        w.fail_reason,
+        w.pool,
+    )

@@ -1,0 +1,130 @@
+"""Consolidate: when a preemptible pending workload would fit in the pool's idle GPUs
+but no node has room (fragmentation), simulate moving preemptible workloads in memory
+and commit only if the pending one and every moved workload are placed at once."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from scheduler_core.engine.actions.common import (
+    gang_counts,
+    gang_request,
+    in_queue_order,
+    pending_for_pool,
+    quota_pools,
+    try_start,
+)
+from scheduler_core.engine.placement import place_pods
+from scheduler_core.engine.resources import EPSILON
+from scheduler_core.engine.session import Session
+from scheduler_core.engine.state import PoolIndex, WorkloadState
+
+
+def consolidate(session: Session) -> None:
+    """Defragment pools where consolidation is on, within the evaluation budget."""
+    for pool in quota_pools(session, flag="consolidation"):
+        budget = [pool.config.max_consolidation_evaluations]
+        jobs = [
+            w
+            for w in pending_for_pool(session, pool.name)
+            if w.preemptible and gang_request(session, w)[0] <= pool.free_gpus + EPSILON
+        ]
+        if not jobs or budget[0] <= 0:
+            continue
+        failed: set[tuple[object, ...]] = set()
+        in_queue_order(
+            session, pool.name, jobs, partial(_attempt, session, pool, budget=budget, failed=failed)
+        )
+
+
+def _victim_groups(
+    session: Session, pool: PoolIndex, job: WorkloadState, widest: int
+) -> list[list[WorkloadState]]:
+    """Per node (those closest to having room first), the movable workloads that must
+    leave it so that it has `widest` whole GPUs free (smaller ones first)."""
+    nodes = sorted(
+        (n for n in pool.nodes if n.ready and n.workloads and n.gpus >= widest),
+        key=lambda n: (-n.free_gpus(), n.index),
+    )
+    seen: set[str] = set()
+    groups: list[list[WorkloadState]] = []
+    for node in nodes:
+        here = [session.workloads[wid] for wid in node.workloads]
+        here.sort(key=lambda v: (v.allocated()[0], v.spec.creation_order))
+        free = node.free_whole
+        group: list[WorkloadState] = []
+        for v in here:
+            if free >= max(widest, 1):
+                break
+            if v.id in seen or v is job or not v.preemptible or v.pool != pool.name:
+                continue
+            if any(session.nodes[p.node].state != "ready" for p in v.pods):
+                continue
+            if session.protection(v) is not None:
+                continue
+            seen.add(v.id)
+            group.append(v)
+            free += sum(
+                len(p.devices) for p in v.pods if p.node == node.name and p.gpu_fraction >= 1.0
+            )
+        if group:
+            groups.append(group)
+    return groups
+
+
+def _attempt(
+    session: Session,
+    pool: PoolIndex,
+    job: WorkloadState,
+    budget: list[int],
+    failed: set[tuple[object, ...]],
+) -> None:
+    if job.pods or budget[0] <= 0:
+        return
+    counts = gang_counts(session, job)
+    # a shape that could not be made room for will not fit later in this cycle either
+    shape = (
+        tuple((g.gpus, g.cpu, g.memory, counts.get(g.name, 0)) for g in job.groups),
+        tuple(sorted(job.selector.items())),
+    )
+    if shape in failed:
+        return
+    need = sum(g.gpus * counts.get(g.name, 0) for g in job.groups)
+    if need > pool.free_gpus + EPSILON:
+        return
+    if session.admission_problem(job, pool.name, list(job.request_of(counts))) is not None:
+        return
+    widest = max(
+        (round(g.gpus) for g in job.groups if counts.get(g.name) and g.gpus >= 1.0), default=1
+    )
+    if widest > pool.max_devices:
+        return  # no node can ever hold such a pod
+    groups = _victim_groups(session, pool, job, widest)
+    chosen: list[WorkloadState] = []
+    for group in groups:
+        if budget[0] <= 0:
+            return
+        budget[0] -= 1
+        chosen = chosen + group
+        stmt = session.statement()
+        before = {v.id: (tuple(v.pods), v.pod_counts()) for v in chosen}
+        for v in chosen:
+            for pod in list(reversed(v.pods)):
+                stmt.unbind(v, pod)
+        ok = try_start(session, stmt, job, pool, counts)
+        if ok:
+            for v in sorted(
+                chosen, key=lambda x: (-sum(before[x.id][1].values()), x.spec.creation_order)
+            ):
+                if not place_pods(session, stmt, v, pool, before[v.id][1]):
+                    ok = False
+                    break
+        if not ok:
+            stmt.discard()
+            continue
+        for v in chosen:
+            if sorted(v.pods, key=repr) != sorted(before[v.id][0], key=repr):
+                stmt.mark_moved(v)
+        stmt.commit()
+        return
+    failed.add(shape)

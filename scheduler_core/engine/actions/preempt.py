@@ -1,0 +1,91 @@
+"""Preempt: inside a queue, a pending workload takes resources from preemptible
+workloads of strictly lower priority (elastic ones shrink first), evicting as few as
+possible."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from scheduler_core.engine.actions.common import (
+    VictimStep,
+    free_and_place,
+    gang_counts,
+    gang_request,
+    in_queue_order,
+    pending_for_pool,
+    quota_pools,
+    victim_key,
+)
+from scheduler_core.engine.decisions import EVICT_PRIORITY
+from scheduler_core.engine.session import Session
+from scheduler_core.engine.state import PoolIndex, WorkloadState
+
+
+def preempt(session: Session) -> None:
+    """Let more important work of a queue displace its less important work."""
+    for pool in quota_pools(session, flag="preemption"):
+        jobs = pending_for_pool(session, pool.name)
+        if not jobs:
+            continue
+        failed: set[tuple[object, ...]] = set()
+        # lowest priority of a possible victim per queue: only more important work can
+        # preempt, and what preempt places is more important than what it evicts
+        lowest: dict[str, int] = {}
+        for v in session.running_by_pool[pool.name].values():
+            if v.preemptible:
+                lowest[v.project] = min(lowest.get(v.project, v.priority), v.priority)
+        jobs = [w for w in jobs if w.project in lowest and w.priority > lowest[w.project]]
+        if jobs:
+            in_queue_order(
+                session, pool.name, jobs, partial(_attempt, session, pool, failed=failed)
+            )
+
+
+def _attempt(
+    session: Session, pool: PoolIndex, w: WorkloadState, failed: set[tuple[object, ...]]
+) -> None:
+    if w.pods or w.failed:
+        return
+    counts = gang_counts(session, w)
+    extra = gang_request(session, w)
+    if session.admission_problem(w, pool.name, extra) is not None:
+        return
+    sig = (
+        w.project,
+        w.priority,
+        tuple(round(x, 6) for x in extra),
+        tuple(sorted(w.selector.items())),
+        session.commits,
+    )
+    if sig in failed:
+        return
+    victims = [
+        v
+        for v in session.running_by_queue.get((w.project, pool.name), {}).values()
+        if v.preemptible and v.priority < w.priority
+    ]
+    room = pool.free_gpus + sum(v.allocated()[0] for v in victims)
+    if not victims or room + 1e-9 < extra[0]:
+        failed.add(sig)
+        return
+    victims.sort(key=lambda v: victim_key(session, v))
+
+    def allowed(step: VictimStep) -> bool:
+        return True
+
+    stmt = session.statement()
+    if free_and_place(
+        session,
+        stmt,
+        w,
+        pool,
+        counts,
+        victims,
+        allowed,
+        EVICT_PRIORITY,
+        lambda v: f"preempted by higher-priority {w.name} (priority {w.priority})",
+    ):
+        stmt.commit()
+        return
+    stmt.discard()
+    failed.add(sig)

@@ -1,0 +1,148 @@
+"""Running cycles: one cycle over a snapshot, applying its decisions, and repeating
+until nothing changes (a fixed point)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from scheduler_core.engine.actions.allocate import allocate
+from scheduler_core.engine.actions.consolidate import consolidate
+from scheduler_core.engine.actions.elastic import expand
+from scheduler_core.engine.actions.faults import handle_faults
+from scheduler_core.engine.actions.preempt import preempt
+from scheduler_core.engine.actions.reclaim import reclaim
+from scheduler_core.engine.decisions import (
+    EVICT_FAULT,
+    Allocate,
+    CycleResult,
+    Evict,
+    Expand,
+    Fail,
+    Move,
+    Shrink,
+)
+from scheduler_core.engine.policies.determined_fairshare import schedule_fairshare_pool
+from scheduler_core.engine.policies.determined_priority import schedule_priority_pool
+from scheduler_core.engine.session import Session
+from scheduler_core.engine.snapshot import (
+    POLICY_FAIRSHARE,
+    POLICY_PRIORITY,
+    STATUS_PENDING,
+    STATUS_RUNNING,
+    ClusterSnapshot,
+    PodPlacement,
+    WorkloadSpec,
+)
+
+
+def determined_pools(session: Session) -> None:
+    """Schedule the pools under Determined's fairshare and priority policies."""
+    for pool in session.pools.values():
+        if pool.config.policy == POLICY_FAIRSHARE:
+            schedule_fairshare_pool(session, pool)
+        elif pool.config.policy == POLICY_PRIORITY:
+            schedule_priority_pool(session, pool)
+
+
+Action = Callable[[Session], None]
+
+ACTIONS: dict[str, Action] = {
+    "faults": handle_faults,
+    "allocate": allocate,
+    "determined": determined_pools,
+    "consolidate": consolidate,
+    "reclaim": reclaim,
+    "preempt": preempt,
+    "expand": expand,
+}
+"""Every action by name."""
+
+DEFAULT_ACTIONS: tuple[str, ...] = (
+    "faults",
+    "allocate",
+    "determined",
+    "consolidate",
+    "reclaim",
+    "preempt",
+    "expand",
+)
+"""The order of a cycle: least disruptive first (faults are facts, not choices)."""
+
+
+def run_cycle(snapshot: ClusterSnapshot, actions: tuple[str, ...] = DEFAULT_ACTIONS) -> CycleResult:
+    """Run one scheduling cycle over `snapshot`: every action once, in order.
+
+    Deterministic: the same snapshot always gives the same result."""
+    session = Session(snapshot)
+    for name in actions:
+        ACTIONS[name](session)
+    return session.result()
+
+
+def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnapshot:
+    """The snapshot after applying `result`'s decisions (what the live system does in
+    one transaction). Failed workloads leave the snapshot; started ones get
+    started_at = now; fault evictions count a restart."""
+    workloads: dict[str, WorkloadSpec] = {w.id: w for w in snapshot.workloads}
+    now = snapshot.now
+    for d in result.decisions:
+        w = workloads.get(d.workload)
+        if w is None:
+            continue
+        if isinstance(d, Allocate):
+            workloads[w.id] = dataclasses.replace(
+                w, status=STATUS_RUNNING, pods=d.pods, pool=d.pool, started_at=now
+            )
+        elif isinstance(d, Evict):
+            workloads[w.id] = dataclasses.replace(
+                w,
+                status=STATUS_PENDING,
+                pods=(),
+                pool=None,
+                started_at=None,
+                restarts=w.restarts + (1 if d.reason_kind == EVICT_FAULT else 0),
+            )
+        elif isinstance(d, Move):
+            workloads[w.id] = dataclasses.replace(w, pods=d.pods, pool=d.pool)
+        elif isinstance(d, Shrink):
+            left = list(w.pods)
+            for pod in d.pods:
+                _remove_pod(left, pod)
+            workloads[w.id] = dataclasses.replace(w, pods=tuple(left))
+        elif isinstance(d, Expand):
+            workloads[w.id] = dataclasses.replace(w, pods=w.pods + d.pods)
+        elif isinstance(d, Fail):
+            del workloads[w.id]
+    return dataclasses.replace(snapshot, workloads=tuple(workloads.values()))
+
+
+def _remove_pod(pods: list[PodPlacement], pod: PodPlacement) -> None:
+    """Remove `pod`; a snapshot pod given without devices matches by group and node."""
+    if pod in pods:
+        pods.remove(pod)
+        return
+    for i, p in enumerate(pods):
+        if p.group == pod.group and p.node == pod.node and not p.devices:
+            del pods[i]
+            return
+    raise ValueError(f"pod {pod} is not running")
+
+
+MAX_CYCLES = 50
+
+
+def run_until_stable(
+    snapshot: ClusterSnapshot, max_cycles: int = MAX_CYCLES
+) -> tuple[ClusterSnapshot, list[CycleResult]]:
+    """Run cycles (applying each) until one decides nothing or `max_cycles` ran.
+    Returns the final snapshot and every cycle's result (the last one has the final
+    pending reasons and queue figures)."""
+    results: list[CycleResult] = []
+    for _ in range(max_cycles):
+        result = run_cycle(snapshot)
+        results.append(result)
+        if not result.changed:
+            break
+        snapshot = apply_result(snapshot, result)
+    return snapshot, results

@@ -1,0 +1,167 @@
+"""Reclaim, preempt, consolidate, elastic and faults: cluster in, evictions out."""
+
+from __future__ import annotations
+
+from scheduler_core.engine import Evict, Fail, Move, PoolConfig, Shrink, run_cycle
+from tests.engine.factories import dept, node, project, running, settle, snapshot, workload
+
+
+def _kinds(result):  # type: ignore[no-untyped-def]
+    return sorted((type(d).__name__, d.workload) for d in result.decisions)
+
+
+def test_reclaim_across_departments_takes_from_the_department_over_its_share() -> None:
+    snap = snapshot(
+        [node("n1", 8)],
+        [dept("d1", 4), dept("d2", 4), project("p1", "d1", 4), project("p2", "d2", 4)],
+        [workload(f"big-{i}", project="p2", gpus=2, running_on=["n1"]) for i in range(4)]
+        + [workload("mine", project="p1", gpus=4)],
+    )
+    final, results = settle(snap)
+    evicted = [d.workload for r in results for d in r.decisions if isinstance(d, Evict)]
+    assert len(evicted) == 2 and all(e.startswith("big-") for e in evicted)
+    assert "mine" in running(final)
+    assert all(
+        d.reason_kind == "reclaim" for r in results for d in r.decisions if isinstance(d, Evict)
+    )
+
+
+def test_reclaim_never_takes_a_queue_below_its_deserved_quota() -> None:
+    snap = snapshot(
+        [node("n1", 8)],
+        [dept("org", 8), project("p1", gpus=6), project("p2", gpus=2)],
+        [
+            workload("held", project="p1", gpus=6, running_on=["n1"]),
+            workload("mine", project="p2", gpus=4),
+        ],
+    )
+    final, results = settle(snap)
+    assert "held" in running(final)
+    assert "mine" not in running(final)
+    assert not any(isinstance(d, Evict) for r in results for d in r.decisions)
+
+
+def test_reclaim_evicts_as_little_as_possible() -> None:
+    # p1 runs two 1-GPU jobs and a 4-GPU job over its share; p2 needs one GPU: one small job goes
+    snap = snapshot(
+        [node("n1", 6)],
+        [dept("org", 6), project("p1", gpus=2), project("p2", gpus=2)],
+        [
+            workload("s1", project="p1", running_on=["n1"]),
+            workload("s2", project="p1", running_on=["n1"]),
+            workload("big", project="p1", gpus=4, running_on=["n1"]),
+            workload("ask", project="p2"),
+        ],
+    )
+    result = run_cycle(snap)
+    evicted = [d.workload for d in result.decisions if isinstance(d, Evict)]
+    assert len(evicted) == 1
+
+
+def test_preempt_only_strictly_lower_priority_and_only_preemptible() -> None:
+    snap = snapshot(
+        [node("n1", 4)],
+        [dept("org", 4), project("p", gpus=4)],
+        [
+            workload("same", gpus=2, priority=60, running_on=["n1"]),
+            workload("low", gpus=2, priority=40, running_on=["n1"]),
+            workload("new", gpus=2, priority=60),
+        ],
+    )
+    assert _kinds(run_cycle(snap)) == [("Allocate", "new"), ("Evict", "low")]
+    snap2 = snapshot(
+        [node("n1", 4)],
+        [dept("org", 4), project("p", gpus=4)],
+        [
+            workload("np", gpus=4, priority=40, preemptible=False, running_on=["n1"]),
+            workload("new", gpus=2, priority=60),
+        ],
+    )
+    assert run_cycle(snap2).decisions == ()
+
+
+def test_elastic_shrinks_before_anything_is_evicted_and_expands_later() -> None:
+    snap = snapshot(
+        [node("n1", 8)],
+        [dept("org", 8), project("p", gpus=8)],
+        [
+            workload("el", pods=6, min_pods=2, running_on=["n1"] * 6),
+            workload("other", gpus=2, running_on=["n1"]),
+            workload("urgent", priority=80, pods=3),
+        ],
+    )
+    result = run_cycle(snap)
+    assert not any(isinstance(d, Evict) for d in result.decisions)
+    shrinks = [d for d in result.decisions if isinstance(d, Shrink)]
+    assert len(shrinks) == 1 and len(shrinks[0].pods) == 3
+
+
+def test_min_runtime_protects_whole_workloads_but_elastic_may_shrink() -> None:
+    pools = [PoolConfig(name="default", min_guaranteed_runtime=1000)]
+    snap = snapshot(
+        [node("n1", 8)],
+        [dept("org", 8), project("p1", gpus=0), project("p2", gpus=8)],
+        [
+            workload("el", project="p1", pods=8, min_pods=4, running_on=["n1"] * 8, started_at=50),
+            workload("ask", project="p2", pods=4),
+        ],
+        pools=pools,
+    )
+    final, _ = settle(snap)
+    assert running(final)["ask"] == ["n1"] * 4
+    assert len(running(final)["el"]) == 4
+    snap = snapshot(
+        [node("n1", 8)],
+        [dept("org", 8), project("p1", gpus=0), project("p2", gpus=8)],
+        [
+            workload("whole", project="p1", pods=8, running_on=["n1"] * 8, started_at=50),
+            workload("ask", project="p2", pods=4),
+        ],
+        pools=pools,
+    )
+    result = run_cycle(snap)
+    assert result.decisions == ()
+    assert result.pending["ask"].reason == "waiting for whole's guaranteed runtime until t=1050"
+
+
+def test_consolidation_moves_and_respects_the_switch() -> None:
+    nodes = [node("n1", 4), node("n2", 4)]
+    queues = [dept("org", 8), project("p", gpus=8)]
+    work = [
+        workload("t1", gpus=2, running_on=["n1"]),
+        workload("t2", gpus=2, running_on=["n2"]),
+        workload("big", gpus=4),
+    ]
+    result = run_cycle(snapshot(nodes, queues, work))
+    assert sorted(type(d).__name__ for d in result.decisions) == ["Allocate", "Move"]
+    off = run_cycle(
+        snapshot(nodes, queues, work, pools=[PoolConfig(name="default", consolidation=False)])
+    )
+    assert off.decisions == ()
+    budget = run_cycle(
+        snapshot(
+            nodes, queues, work, pools=[PoolConfig(name="default", max_consolidation_evaluations=0)]
+        )
+    )
+    assert not any(isinstance(d, Move) for d in budget.decisions)
+
+
+def test_node_down_evicts_with_fault_and_fails_past_the_backoff_limit() -> None:
+    nodes = [node("n1", 4, state="down"), node("n2", 4)]
+    queues = [dept("org", 8), project("p", gpus=8)]
+    retry = run_cycle(
+        snapshot(
+            nodes, queues, [workload("job", gpus=4, running_on=["n1"], backoff_limit=2, restarts=1)]
+        )
+    )
+    assert [(type(d).__name__, getattr(d, "reason_kind", "")) for d in retry.decisions] == [
+        ("Evict", "fault"),
+        ("Allocate", ""),
+    ]
+    out = run_cycle(
+        snapshot(
+            nodes, queues, [workload("job", gpus=4, running_on=["n1"], backoff_limit=1, restarts=1)]
+        )
+    )
+    assert [type(d).__name__ for d in out.decisions] == ["Evict", "Fail"]
+    assert isinstance(out.decisions[1], Fail)

@@ -1,0 +1,190 @@
+"""Malformed scenarios: a clear error naming file, entry and field; exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scheduler_core.scenarios import ScenarioError, load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE = """
+pools: [{name: default}]
+nodes: [{name: n1, gpus: 8}, {name: rack, count: 2, gpus: 4}]
+departments: [{name: org, quota: {default: {gpus: 8}}}]
+projects: [{name: p, department: org}]
+workloads:
+  - {name: w1, project: p}
+  - {name: w2, project: p}
+  - {name: w3, project: p}
+  - {name: w4, project: p, gpus: 1}
+steps:
+  - at: 0
+"""
+
+
+def _error(text: str) -> str:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(text, source="scenario.yaml")
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: p, gpus: two}",
+            "scenario.yaml: workloads[3] (name 'w4'): 'gpus' must be a number >= 0, got 'two'",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: q}",
+            "scenario.yaml: workloads[3] (name 'w4'): 'project' names unknown project 'q'",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w1, project: p}",
+            "scenario.yaml: workloads[3] (name 'w1'): duplicate workload name 'w1'",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: p, gpu: 1}",
+            "scenario.yaml: workloads[3] (name 'w4'): unknown key 'gpu'",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: p, pools: [h100]}",
+            "'pools' names unknown pool 'h100'",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: p, running_on: [n9]}",
+            "'running_on' names unknown node 'n9'",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: p, gpus: 9, running_on: [n1]}",
+            "more GPUs on node 'n1' than it has",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: p, pods: 2, min_pods: 3}",
+            "'min_pods' (3) must not exceed 'pods' (2)",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: p, gpus: 1.5}",
+            "'gpus' must be a whole number or a fraction below 1",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: p, kind: batch}",
+            "'kind' must be one of training, interactive, inference, cpu, got 'batch'",
+        ),
+        (
+            "{name: n1, gpus: 8}",
+            "{name: rack-1, gpus: 8}",
+            "nodes[1] (name 'rack'): duplicate node name 'rack-1'",
+        ),
+        (
+            "{name: n1, gpus: 8}",
+            "{name: n1, gpus: 8, pool: other}",
+            "nodes[0] (name 'n1'): 'pool' names unknown pool 'other'",
+        ),
+        (
+            "projects: [{name: p, department: org}]",
+            "projects: [{name: p, department: nope}]",
+            "projects[0] (name 'p'): 'department' names unknown department 'nope'",
+        ),
+        (
+            "  - at: 0\n",
+            "  - at: 5\n  - at: 1\n",
+            "steps[1] (at 1): steps must be in increasing time order; 'at' 1 comes after 5",
+        ),
+        (
+            "  - at: 0\n",
+            "  - at: 0\n    events: [{finish: w9}]\n",
+            "steps[0] (at 0) events[0] (finish): names unknown workload 'w9'",
+        ),
+        ("  - at: 0\n", "  - at: 0\n    events: [{explode: w1}]\n", "unknown event 'explode'"),
+        (
+            "  - at: 0\n",
+            "  - at: 0\n    expect: {running: [zz]}\n",
+            "steps[0] (at 0) expect: 'running' names unknown workload 'zz'",
+        ),
+        ("  - at: 0\n", "  - at: 0\n    expect: {runing: [w1]}\n", "unknown key 'runing'"),
+        (
+            "pools: [{name: default}]",
+            "pools: [{name: default, policy: fifo}]",
+            "pools[0] (name 'default'): 'policy' must be one of quota, fairshare, priority, "
+            "got 'fifo'",
+        ),
+        (
+            "pools: [{name: default}]",
+            "pools: [{name: default}]\nsurprise: 1",
+            "scenario.yaml: unknown key 'surprise'",
+        ),
+    ],
+)
+def test_malformed_scenarios_name_file_entry_and_field(old: str, new: str, message: str) -> None:
+    assert old in BASE
+    assert message in _error(BASE.replace(old, new, 1))
+
+
+def test_bad_yaml_names_the_line() -> None:
+    assert _error("pools: [\n  - {name: x\n").startswith("scenario.yaml: cannot parse at line")
+
+
+def test_the_base_scenario_is_valid_and_expands_counts() -> None:
+    scenario = load_scenario(BASE, source="scenario.yaml")
+    assert [n.name for n in scenario.nodes] == ["n1", "rack-1", "rack-2"]
+    kinds = {w.id: (w.priority, w.preemptible) for w in scenario.workloads}
+    assert kinds["w1"] == (50, True)
+
+
+def test_kind_defaults_and_pool_inheritance() -> None:
+    scenario = load_scenario(
+        """
+config: {preemption: false, min_guaranteed_runtime: 30}
+pools: [{name: a}, {name: b, preemption: true}]
+nodes: [{name: n, pool: b, gpus: 1}]
+departments: [{name: d}]
+projects: [{name: p, department: d}]
+workloads:
+  - {name: nb, project: p, kind: interactive}
+  - {name: inf, project: p, kind: inference}
+  - {name: urgent, project: p, priority: 100}
+""",
+        source="s.yaml",
+    )
+    assert [(p.name, p.preemption, p.min_guaranteed_runtime) for p in scenario.pools] == [
+        ("a", False, 30),
+        ("b", True, 30),
+    ]
+    got = {w.id: (w.priority, w.preemptible) for w in scenario.workloads}
+    assert got == {"nb": (100, False), "inf": (125, False), "urgent": (100, False)}
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", "simulate", *args], cwd=ROOT, capture_output=True, text=True
+    )
+
+
+def test_command_exits_2_without_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "scenario.yaml"
+    bad.write_text(BASE.replace("gpus: 1}", "gpus: two}"))
+    done = _run(str(bad), "--check")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert (
+        "scenario.yaml: workloads[3] (name 'w4'): 'gpus' must be a number >= 0, got 'two'"
+        in done.stderr
+    )
+    missing = _run(str(tmp_path / "nope.yaml"), "--json")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr

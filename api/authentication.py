@@ -1,0 +1,57 @@
+"""Personal API tokens for scripts: `Authorization: Bearer fw_...` (or `Token fw_...`)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from scheduler_core.models import ApiToken
+from scheduler_core.models.accounts import TOKEN_PREFIX, hash_token
+
+KEYWORDS = {"bearer", "token"}
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class ApiTokenAuthentication(authentication.BaseAuthentication):
+    """Authenticate with a personal token; only its sha256 hash is stored and compared.
+
+    Listed first in the authentication classes so that a request with no credentials gets
+    401 with a `WWW-Authenticate: Bearer` challenge rather than 403.
+    """
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].decode(errors="replace").lower() not in KEYWORDS:
+            return None  # not ours: let the session try
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed(
+                "malformed Authorization header: use 'Bearer fw_...'"
+            )
+        try:
+            raw = header[1].decode()
+        except UnicodeDecodeError as exc:
+            raise exceptions.AuthenticationFailed("the token contains invalid characters") from exc
+        if not raw.startswith(TOKEN_PREFIX):
+            raise exceptions.AuthenticationFailed(
+                f"not a Fairway token (they start with {TOKEN_PREFIX!r})"
+            )
+        token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(raw)).first()
+        if token is None:
+            raise exceptions.AuthenticationFailed("invalid or revoked token")
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed("the token's user is deactivated")
+        self._touch(token)
+        return token.user, token
+
+    @staticmethod
+    def _touch(token: ApiToken) -> None:
+        """Record use, at most once a minute per token (one UPDATE, no read)."""
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            token.last_used_at = now
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="api"'

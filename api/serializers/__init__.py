@@ -1,0 +1,1 @@
+"""Serializers: translate JSON to service arguments and models to JSON (no queries here)."""

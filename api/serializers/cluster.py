@@ -1,0 +1,217 @@
+"""Node pools (policy and scheduling settings) and nodes."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from api.fields import (
+    LabelMapField,
+    NameRelatedField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictChoiceField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictSlugField,
+)
+from api.serializers.base import StrictInputSerializer
+from scheduler_core.choices import FairshareMode, NodeState, Placement, Policy
+from scheduler_core.models import NodePool
+
+SECONDS_MAX = 10 * 365 * 24 * 3600  # ten years
+
+
+class PoolSettingsSerializer(StrictInputSerializer):
+    """A pool's policy and scheduling settings; omitted fields keep their value."""
+
+    description = StrictCharField(
+        max_length=255, allow_blank=True, required=False, help_text="Free text."
+    )
+    policy = StrictChoiceField(
+        choices=Policy.choices,
+        required=False,
+        help_text="How GPUs are divided: quota (deserved quota + fair over-quota), "
+        "fairshare (weights only) or priority (strict priority order).",
+    )
+    placement = StrictChoiceField(
+        choices=Placement.choices,
+        required=False,
+        help_text="binpack fills nodes to keep whole nodes free; spread balances load.",
+    )
+    preemption = StrictBooleanField(
+        required=False, help_text="Whether workloads may be evicted to serve others."
+    )
+    consolidation = StrictBooleanField(
+        required=False,
+        help_text="Whether running pods may be moved to make room for a waiting gang.",
+    )
+    max_consolidation_evaluations = StrictIntegerField(
+        max_value=100_000,
+        required=False,
+        help_text="Upper bound on the moves a cycle evaluates when consolidating.",
+    )
+    min_guaranteed_runtime = StrictIntegerField(
+        max_value=SECONDS_MAX,
+        required=False,
+        help_text="Seconds a started preemptible workload is safe from eviction.",
+    )
+    over_quota_weight_from_quota = StrictBooleanField(
+        required=False, help_text="Use each queue's deserved quota as its over-quota weight."
+    )
+    fairshare_mode = StrictChoiceField(
+        choices=FairshareMode.choices,
+        required=False,
+        help_text="point_in_time, or time_based (over-quota shares shrink with past usage).",
+    )
+    time_based_window = StrictIntegerField(
+        max_value=SECONDS_MAX,
+        required=False,
+        help_text="Seconds of usage history time-based fairshare looks at.",
+    )
+    time_based_half_life = StrictIntegerField(
+        min_value=1,
+        max_value=SECONDS_MAX,
+        required=False,
+        help_text="Seconds after which past usage counts half.",
+    )
+    time_based_k = StrictFloatField(
+        max_value=1000,
+        required=False,
+        help_text="How strongly past usage reduces a queue's over-quota share (0 = not at all).",
+    )
+
+
+class PoolCreateSerializer(PoolSettingsSerializer):
+    """A new node pool (system admins)."""
+
+    name = StrictSlugField(
+        max_length=63, help_text="Unique name: lowercase letters, digits and dashes."
+    )
+
+
+class PoolSerializer(serializers.Serializer):
+    """A node pool with its scheduling settings and capacity."""
+
+    id = serializers.IntegerField(help_text="Database id.")
+    name = serializers.CharField(help_text="Unique name; used in URLs (/pools/<name>/).")
+    description = serializers.CharField(help_text="Free text.")
+    policy = serializers.ChoiceField(choices=Policy.choices, help_text="How GPUs are divided.")
+    placement = serializers.ChoiceField(
+        choices=Placement.choices, help_text="Where pods go inside the pool."
+    )
+    preemption = serializers.BooleanField(help_text="Whether workloads may be evicted.")
+    consolidation = serializers.BooleanField(
+        help_text="Whether running pods may be moved to make room for a gang."
+    )
+    max_consolidation_evaluations = serializers.IntegerField(
+        help_text="Upper bound on moves evaluated per cycle."
+    )
+    min_guaranteed_runtime = serializers.IntegerField(
+        help_text="Seconds a started preemptible workload is safe from eviction."
+    )
+    over_quota_weight_from_quota = serializers.BooleanField(
+        help_text="Each queue's quota is its over-quota weight."
+    )
+    fairshare_mode = serializers.ChoiceField(
+        choices=FairshareMode.choices, help_text="Whether over-quota shares use usage history."
+    )
+    time_based_window = serializers.IntegerField(help_text="Seconds of usage history.")
+    time_based_half_life = serializers.IntegerField(
+        help_text="Seconds after which past usage counts half."
+    )
+    time_based_k = serializers.FloatField(help_text="Strength of the usage penalty.")
+    created_at = serializers.DateTimeField(help_text="When it was created.")
+    node_count = serializers.IntegerField(help_text="Nodes in the pool.")
+    gpu_count = serializers.IntegerField(help_text="GPUs on all its nodes.")
+
+
+class NodePodSerializer(serializers.Serializer):
+    """A pod running on a node."""
+
+    workload_id = serializers.IntegerField(help_text="Id of the workload the pod belongs to.")
+    workload = serializers.CharField(source="workload.name", help_text="Workload name.")
+    project = serializers.CharField(source="workload.project.name", help_text="Its project.")
+    group = serializers.CharField(help_text="Pod group within the workload.")
+    pod_index = serializers.IntegerField(help_text="Index of the pod within its group.")
+    gpu_devices = serializers.ListField(
+        child=serializers.IntegerField(), help_text="GPU device indices on the node."
+    )
+    gpu_fraction = serializers.FloatField(
+        help_text="Share of each device (1 = whole GPUs; below 1 = a shared device)."
+    )
+
+
+class NodeSerializer(serializers.Serializer):
+    """A machine with GPUs in a pool, and what runs on it."""
+
+    id = serializers.IntegerField(help_text="Database id.")
+    name = serializers.CharField(help_text="Unique name; used in URLs (/nodes/<name>/).")
+    pool = serializers.CharField(source="pool.name", help_text="Name of its pool.")
+    pool_id = serializers.IntegerField(help_text="Id of its pool.")
+    gpu_count = serializers.IntegerField(help_text="GPU devices.")
+    gpu_model = serializers.CharField(help_text="GPU model, e.g. A100-80GB.")
+    cpu = serializers.FloatField(help_text="CPU cores.")
+    memory = serializers.FloatField(help_text="Memory in GiB.")
+    labels = serializers.DictField(
+        child=serializers.CharField(), help_text="Labels that node selectors match."
+    )
+    state = serializers.ChoiceField(
+        choices=NodeState.choices,
+        help_text="ready takes pods; cordoned keeps its pods but takes no new ones; "
+        "down has lost its pods.",
+    )
+    last_heartbeat = serializers.DateTimeField(
+        allow_null=True, help_text="When the node last reported."
+    )
+    version = serializers.IntegerField(help_text="Bumped on every state change.")
+    created_at = serializers.DateTimeField(help_text="When it was added.")
+    gpus_in_use = serializers.SerializerMethodField(
+        help_text="GPUs held by pods (a shared device counts its fractions)."
+    )
+    pods = serializers.SerializerMethodField(
+        help_text="Pods on the node, of the workloads you can see."
+    )
+
+    @extend_schema_field(OpenApiTypes.DOUBLE)
+    def get_gpus_in_use(self, node) -> float:
+        return round(
+            sum(len(a.gpu_devices or []) * a.gpu_fraction for a in node.prefetched_allocations), 3
+        )
+
+    @extend_schema_field(NodePodSerializer(many=True))
+    def get_pods(self, node) -> list[dict]:
+        visible = self.context.get("visible_project_ids")
+        pods = [
+            a
+            for a in node.prefetched_allocations
+            if visible is None or a.workload.project_id in visible
+        ]
+        return NodePodSerializer(pods, many=True).data
+
+
+class NodeCreateSerializer(StrictInputSerializer):
+    """A new node in a pool (system admins)."""
+
+    pool = NameRelatedField(
+        noun="pool", queryset=NodePool.objects.all(), help_text="Name of the pool it joins."
+    )
+    name = StrictSlugField(
+        max_length=63, help_text="Unique name: lowercase letters, digits and dashes."
+    )
+    gpu_count = StrictIntegerField(
+        max_value=1024, required=False, default=0, help_text="GPU devices (default 0)."
+    )
+    gpu_model = StrictCharField(
+        max_length=64, allow_blank=True, required=False, default="", help_text="GPU model."
+    )
+    cpu = StrictFloatField(
+        max_value=1_000_000, required=False, default=0, help_text="CPU cores (default 0)."
+    )
+    memory = StrictFloatField(
+        max_value=1e9, required=False, default=0, help_text="Memory in GiB (default 0)."
+    )
+    labels = LabelMapField(
+        required=False, default=dict, help_text="Labels that node selectors match."
+    )

@@ -1,0 +1,141 @@
+"""What-if runs."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from api.fields import StrictCharField, StrictChoiceField, StrictIntegerField
+from api.serializers.base import StrictInputSerializer
+from scheduler_core.choices import SimulationSource, SimulationStatus
+
+CHANGE_LIST = {"type": "array", "items": {"type": "object", "additionalProperties": True}}
+CHANGES_SCHEMA = {
+    "type": "object",
+    "description": (
+        "Changes to try, compared with the unchanged cluster. Every key is optional: "
+        '`quotas` [{"project"|"department", "pool", "gpus", "limit_gpus", ...}], '
+        '`weights` [{"project"|"department", "over_quota_weight", "rank"}], '
+        '`pools` [{"pool", "policy", "placement", "preemption", ...}], '
+        '`add_nodes` [{"name", "pool", "gpus", "cpu", "memory", "labels", "count"}], '
+        '`remove_nodes` ["node-name", ...]. Errors name the item, e.g. '
+        "`changes.quotas[0].gpus`."
+    ),
+    "properties": {
+        "quotas": {**CHANGE_LIST, "description": "Quota changes."},
+        "weights": {**CHANGE_LIST, "description": "Rank and over-quota weight changes."},
+        "pools": {**CHANGE_LIST, "description": "Pool setting changes."},
+        "add_nodes": {**CHANGE_LIST, "description": "Nodes to add."},
+        "remove_nodes": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Names of nodes to take away at time 0.",
+        },
+    },
+    "additionalProperties": False,
+}
+RESULT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": True,
+    "nullable": True,
+    "description": (
+        "When succeeded: {horizon, step_seconds, changes, changes_text, runs: {baseline, "
+        "changed?}, comparison?} with per-run metrics (waiting times, utilisation, "
+        "preemptions per project). Projects you cannot see are merged into one row. "
+        "Null until the run has succeeded."
+    ),
+}
+
+
+@extend_schema_field(CHANGES_SCHEMA)
+class ChangesField(serializers.JSONField):
+    """The `changes` object, checked in depth by the simulation service."""
+
+
+@extend_schema_field(RESULT_SCHEMA)
+class ResultField(serializers.JSONField):
+    """A run's result, as the requesting user may see it."""
+
+
+class SimulationSerializer(serializers.Serializer):
+    """A what-if run and its progress."""
+
+    id = serializers.IntegerField(help_text="Run id; used in URLs.")
+    name = serializers.CharField(help_text="Your name for the run.")
+    source = serializers.ChoiceField(
+        choices=SimulationSource.choices,
+        help_text="A scenario file, or a copy of the live cluster.",
+    )
+    horizon = serializers.IntegerField(help_text="Simulated seconds.")
+    changes = ChangesField(help_text="The changes tried (normalised).")
+    status = serializers.ChoiceField(
+        choices=SimulationStatus.choices, help_text="queued, running, succeeded or failed."
+    )
+    progress = serializers.FloatField(help_text="0..1 while it runs.")
+    progress_message = serializers.CharField(help_text="What it is doing now.")
+    error = serializers.CharField(help_text="Why it failed (empty otherwise).")
+    created_by = serializers.CharField(
+        source="created_by.username", allow_null=True, default=None, help_text="Who started it."
+    )
+    created_at = serializers.DateTimeField(help_text="When it was created.")
+    started_at = serializers.DateTimeField(allow_null=True, help_text="When a worker started it.")
+    finished_at = serializers.DateTimeField(allow_null=True, help_text="When it ended.")
+
+
+class SimulationDetailSerializer(SimulationSerializer):
+    """A what-if run with its result."""
+
+    result = ResultField(source="visible_result", help_text="The outcome (see the schema).")
+
+
+class SimulationScenarioSerializer(serializers.Serializer):
+    """The scenario a run replays (for a live copy: the cluster as it was)."""
+
+    scenario_text = serializers.CharField(
+        help_text="YAML or JSON scenario (FORMAT.md); replay it with `manage.py simulate`."
+    )
+
+
+class SimulationCreateSerializer(StrictInputSerializer):
+    """A what-if run to queue."""
+
+    name = StrictCharField(max_length=120, help_text="A name, e.g. 'vision quota 4'.")
+    source = StrictChoiceField(
+        choices=SimulationSource.choices,
+        help_text="scenario: replay `scenario_text`; live: copy the cluster as it is now.",
+    )
+    scenario_text = StrictCharField(
+        max_length=5_000_000,
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
+        help_text="For source=scenario: a scenario in YAML or JSON (see FORMAT.md).",
+    )
+    changes = ChangesField(required=False, default=None, help_text="Changes to try.")
+    horizon = StrictIntegerField(
+        min_value=60,
+        max_value=30 * 24 * 3600,
+        required=False,
+        default=3600,
+        help_text="Simulated seconds to replay (60 s to 30 days, default 3600).",
+    )
+
+
+class SimulationPreviewSerializer(StrictInputSerializer):
+    """Changes to try at once on a copy of the live cluster (nothing is stored)."""
+
+    changes = ChangesField(required=False, default=None, help_text="Changes to try.")
+    horizon = StrictIntegerField(
+        min_value=60,
+        max_value=24 * 3600,
+        required=False,
+        default=900,
+        help_text="Simulated seconds (60 s to one day, default 900).",
+    )
+
+
+class SimulationPreviewResultSerializer(serializers.Serializer):
+    """The outcome of a preview."""
+
+    result = ResultField(help_text="The outcome, as for a finished live run.")

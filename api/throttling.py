@@ -1,0 +1,31 @@
+"""Rate limits on submissions, per token (or per user for the browser session)."""
+
+from __future__ import annotations
+
+from rest_framework.settings import api_settings
+from rest_framework.throttling import SimpleRateThrottle
+
+from scheduler_core.models import ApiToken
+
+
+class SubmissionThrottle(SimpleRateThrottle):
+    """`REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["submissions"]` per token or session user.
+
+    A script's token has its own budget, so one runaway script does not lock its owner
+    out of the console.
+    """
+
+    scope = "submissions"
+
+    def get_rate(self) -> str | None:
+        # Read the settings each time (not at import) so a change applies at once.
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def get_cache_key(self, request, view) -> str | None:
+        if isinstance(request.auth, ApiToken):
+            ident = f"token-{request.auth.pk}"
+        elif request.user and request.user.is_authenticated:
+            ident = f"user-{request.user.pk}"
+        else:
+            ident = f"ip-{self.get_ident(request)}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}

@@ -1,0 +1,309 @@
+"""Console forms: they translate what a browser sends into service arguments, and put the
+services' ValidationErrors back next to the fields they name."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from scheduler_core.choices import EventType, WorkloadKind, WorkloadStatus
+from scheduler_core.models import NodePool, Project
+from scheduler_core.services.workloads import WorkloadRequest
+
+MAX_POOL_CHOICES = 3
+
+
+def attach_service_errors(
+    form: forms.Form, error: ValidationError, aliases: dict[str, str] | None = None
+) -> None:
+    """Show a service's {field: [messages]} next to the form's fields (others on top)."""
+    aliases = aliases or {}
+    if not hasattr(error, "error_dict"):
+        for message in error.messages:
+            form.add_error(None, message)
+        return
+    for key, messages in error.message_dict.items():
+        field, where = aliases.get(key, key), ""
+        if field not in form.fields:
+            # A nested key ("changes.quotas[0].gpus", "groups[1].pods") goes to its field,
+            # saying where inside it the problem is.
+            match = re.match(r"^(\w+)[.\[]?(.*)$", key)
+            field = aliases.get(match.group(1), match.group(1)) if match else None
+            where = key[len(match.group(1)) :].lstrip(".") if match else ""
+        for message in messages:
+            if field in form.fields:
+                form.add_error(field, f"{where}: {message}" if where else message)
+            else:
+                form.add_error(None, f"{key}: {message}")
+
+
+def parse_pairs(text: str, *, field: str) -> dict[str, str]:
+    """`key=value` lines (or comma separated) into a dict."""
+    pairs: dict[str, str] = {}
+    for raw in re.split(r"[\n,]", text or ""):
+        item = raw.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValidationError({field: f"write key=value, got {item!r}"})
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+class SubmitForm(forms.Form):
+    """Every workload option a researcher can set."""
+
+    project = forms.ModelChoiceField(queryset=Project.objects.none(), empty_label=None)
+    name = forms.CharField(
+        max_length=100, help_text="Lowercase letters, digits and dashes; unique in the project."
+    )
+    kind = forms.ChoiceField(choices=WorkloadKind.choices, initial=WorkloadKind.TRAINING)
+    priority = forms.IntegerField(
+        required=False,
+        help_text="Blank: the kind's default (training 50, interactive 100, inference 125).",
+    )
+    preemptible = forms.ChoiceField(
+        required=False,
+        choices=[("", "Default for the kind"), ("yes", "Preemptible"), ("no", "Not preemptible")],
+    )
+    pods = forms.IntegerField(min_value=1, initial=1)
+    min_pods = forms.IntegerField(
+        required=False, min_value=1, help_text="Blank: all pods start together (a strict gang)."
+    )
+    gpus = forms.FloatField(
+        min_value=0, initial=1, help_text="Per pod. 0.5 shares a device; 2 takes two devices."
+    )
+    cpu = forms.FloatField(min_value=0, initial=0, help_text="Cores per pod.")
+    memory = forms.FloatField(min_value=0, initial=0, help_text="GiB per pod.")
+    node_selector = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "gpu=a100"}),
+        help_text="Only nodes with these labels; one key=value per line.",
+    )
+    duration = forms.FloatField(
+        required=False, min_value=0, help_text="Seconds of run time (simulated clusters)."
+    )
+    image = forms.CharField(required=False, max_length=255)
+    command = forms.CharField(required=False, max_length=1000)
+    env = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "EPOCHS=10"}),
+        help_text="Environment, one KEY=value per line.",
+    )
+    weight = forms.FloatField(initial=1.0, help_text="Demand weight under the fairshare policy.")
+    backoff_limit = forms.IntegerField(
+        required=False, min_value=0, help_text="Restarts allowed after node faults."
+    )
+    checkpoint_every = forms.FloatField(
+        required=False, min_value=0, help_text="Seconds between checkpoints (kept on preemption)."
+    )
+    groups = forms.CharField(
+        required=False,
+        widget=forms.Textarea(
+            attrs={
+                "rows": 3,
+                "placeholder": '[{"name": "worker", "pods": 4, "min_pods": 2, "gpus": 1}]',
+            }
+        ),
+        help_text="Optional multi-group gang as JSON; replaces pods/min_pods/gpus/cpu/memory.",
+    )
+
+    aliases = {"spec.duration": "duration", "pools": "pool_1", "spec": "image"}
+
+    def __init__(self, *args: Any, projects=None, pools=None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = projects if projects is not None else Project.objects
+        pool_qs = pools if pools is not None else NodePool.objects.order_by("name")
+        self.pool_field_names = []
+        for i in range(1, min(MAX_POOL_CHOICES, max(pool_qs.count(), 1)) + 1):
+            name = f"pool_{i}"
+            self.fields[name] = forms.ModelChoiceField(
+                queryset=pool_qs,
+                required=False,
+                empty_label="Any pool" if i == 1 else "—",
+                label=["First choice", "Second choice", "Third choice"][i - 1],
+            )
+            self.pool_field_names.append(name)
+
+    @property
+    def pool_fields(self):
+        return [self[name] for name in self.pool_field_names]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        try:
+            data["node_selector_dict"] = parse_pairs(
+                data.get("node_selector", ""), field="node_selector"
+            )
+            data["env_dict"] = parse_pairs(data.get("env", ""), field="env")
+        except ValidationError as exc:
+            attach_service_errors(self, exc)
+        groups_text = (data.get("groups") or "").strip()
+        data["groups_list"] = []
+        if groups_text:
+            try:
+                groups = json.loads(groups_text)
+            except json.JSONDecodeError as exc:
+                self.add_error("groups", f"not valid JSON: {exc.msg} (line {exc.lineno})")
+            else:
+                if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+                    self.add_error("groups", "write a list of objects, one per pod group")
+                else:
+                    data["groups_list"] = groups
+        pools, seen = [], set()
+        for name in self.pool_field_names:
+            pool = data.get(name)
+            if pool is None:
+                continue
+            if pool.pk in seen:
+                self.add_error(name, f"{pool.name} is already a choice above")
+            seen.add(pool.pk)
+            pools.append(pool)
+        data["pools"] = pools
+        return data
+
+    def to_request(self) -> WorkloadRequest:
+        data = self.cleaned_data
+        preemptible = {"yes": True, "no": False}.get(data.get("preemptible") or "")
+        spec: dict[str, Any] = {}
+        for key in ("image", "command"):
+            if data.get(key):
+                spec[key] = data[key]
+        if data.get("env_dict"):
+            spec["env"] = data["env_dict"]
+        if data.get("duration") is not None:
+            spec["duration"] = data["duration"]
+        if data.get("checkpoint_every") is not None:
+            spec["checkpoint_every"] = data["checkpoint_every"]
+        return WorkloadRequest(
+            project=data["project"],
+            name=data["name"].strip(),
+            kind=data["kind"],
+            priority=data.get("priority"),
+            preemptible=preemptible,
+            pods=data["pods"],
+            min_pods=data.get("min_pods"),
+            gpus=data["gpus"],
+            cpu=data["cpu"],
+            memory=data["memory"],
+            groups=data.get("groups_list") or [],
+            pools=data["pools"],
+            node_selector=data.get("node_selector_dict") or {},
+            weight=data["weight"] if data.get("weight") is not None else 1.0,
+            backoff_limit=data.get("backoff_limit"),
+            spec=spec,
+        )
+
+
+class QuotaRowForm(forms.Form):
+    """One department's or project's quota in one pool, with its rank and over-quota weight."""
+
+    gpus = forms.FloatField(label="Deserved GPUs")
+    limit_gpus = forms.FloatField(required=False, label="Limit (blank: none)")
+    over_quota_weight = forms.FloatField(label="Over-quota weight")
+    rank = forms.IntegerField(label="Rank")
+
+
+class PriorityForm(forms.Form):
+    priority = forms.IntegerField()
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="What it is for, e.g. 'laptop' or 'ci'.")
+
+
+class WorkloadFilterForm(forms.Form):
+    """Filters of the workloads list (all optional, from the query string)."""
+
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.none(), required=False, empty_label="All projects"
+    )
+    status = forms.ChoiceField(
+        required=False,
+        choices=[("", "Any status"), ("active", "Pending or running"), *WorkloadStatus.choices],
+    )
+    kind = forms.ChoiceField(required=False, choices=[("", "Any kind"), *WorkloadKind.choices])
+    user = forms.CharField(required=False, max_length=150, label="Submitted by")
+
+    def __init__(self, *args: Any, projects=None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if projects is not None:
+            self.fields["project"].queryset = projects
+
+
+class EventFilterForm(forms.Form):
+    type = forms.ChoiceField(required=False, choices=[("", "Every type"), *EventType.choices])
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.none(), required=False, empty_label="All projects"
+    )
+    pool = forms.ModelChoiceField(
+        queryset=NodePool.objects.order_by("name"), required=False, empty_label="All pools"
+    )
+
+    def __init__(self, *args: Any, projects=None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if projects is not None:
+            self.fields["project"].queryset = projects
+
+
+class SimulationForm(forms.Form):
+    """A what-if run: an uploaded scenario, or the live cluster with changes."""
+
+    name = forms.CharField(max_length=120)
+    source = forms.ChoiceField(
+        choices=[
+            ("live", "Copy of the live cluster, with changes"),
+            ("scenario", "A scenario file (YAML or JSON)"),
+        ],
+        initial="live",
+        widget=forms.RadioSelect,
+    )
+    scenario_file = forms.FileField(required=False, label="Scenario file")
+    scenario_text = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 6}), label="…or paste the scenario"
+    )
+    changes = forms.CharField(
+        required=False,
+        widget=forms.Textarea(
+            attrs={
+                "rows": 5,
+                "placeholder": '{"quotas": [{"project": "vision", "pool": "a100", "gpus": 4}]}',
+            }
+        ),
+        help_text="For a live copy: quotas, weights, pools, add_nodes, remove_nodes (JSON).",
+    )
+    horizon = forms.IntegerField(min_value=60, initial=3600, help_text="Simulated seconds.")
+
+    MAX_UPLOAD = 2 * 1024 * 1024
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        upload = data.get("scenario_file")
+        if upload is not None:
+            if upload.size > self.MAX_UPLOAD:
+                self.add_error("scenario_file", "the file is larger than 2 MB")
+            else:
+                try:
+                    data["scenario_text"] = upload.read().decode("utf-8")
+                except UnicodeDecodeError:
+                    self.add_error("scenario_file", "the file is not UTF-8 text")
+        if data.get("source") == "scenario" and not (data.get("scenario_text") or "").strip():
+            self.add_error("scenario_text", "upload a scenario file or paste one")
+        data["changes_dict"] = None
+        text = (data.get("changes") or "").strip()
+        if text:
+            try:
+                changes = json.loads(text)
+            except json.JSONDecodeError as exc:
+                self.add_error("changes", f"not valid JSON: {exc.msg} (line {exc.lineno})")
+            else:
+                if not isinstance(changes, dict):
+                    self.add_error("changes", 'write a JSON object, e.g. {"quotas": [...]}')
+                else:
+                    data["changes_dict"] = changes
+        return data

@@ -1,0 +1,48 @@
+"""Events: the live, filterable feed of what the scheduler and users did."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+
+from console.forms import EventFilterForm
+from console.views.common import is_htmx, live_names, page
+from scheduler_core.models import Project
+from scheduler_core.selectors.event_feed import event_feed
+
+FEED_SIZE = 150
+
+
+@login_required
+def events(request):
+    projects = Project.objects.visible_to(request.user).order_by("name")
+    form = EventFilterForm(request.GET or None, projects=projects)
+    filters = form.cleaned_data if form.is_valid() else {}
+    project = filters.get("project")
+    pool = filters.get("pool")
+    feed = event_feed(
+        user=request.user,
+        types=[filters["type"]] if filters.get("type") else None,
+        project_id=project.pk if project else None,
+        pool_id=pool.pk if pool else None,
+    )[:FEED_SIZE]
+    group = f"project-{project.pk}" if project else f"pool-{pool.pk}" if pool else "cluster"
+    template = (
+        "console/partials/_event_rows.html"
+        if is_htmx(request) and request.GET.get("fragment") == "rows"
+        else "console/events.html"
+    )
+    return page(
+        request,
+        template,
+        "events",
+        {
+            "form": form,
+            "events": list(feed),
+            "group": group,
+            "filter_type": filters.get("type") or "",
+            "filter_project": project.pk if project else "",
+            "filter_pool": pool.pk if pool else "",
+            "names": live_names(request.user),
+            "feed_size": FEED_SIZE,
+        },
+    )

@@ -1,0 +1,55 @@
+"""Nodes: a GPU map per pool (each device a cell coloured by project, fractions shown), node
+states, and cordon / drain / uncordon for system admins."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from console.permissions import system_admin_required
+from console.views.common import page
+from scheduler_core.models import Node
+from scheduler_core.selectors.gpu_map import gpu_map
+from scheduler_core.services import cluster as cluster_services
+
+ACTIONS = {
+    "cordon": (cluster_services.node_cordon, "{name} is cordoned: no new pods land on it."),
+    "uncordon": (cluster_services.node_uncordon, "{name} takes pods again."),
+    "drain": (cluster_services.node_drain, "{name} is drained: its workloads were re-queued."),
+}
+
+
+def _context(request) -> dict:
+    pools = gpu_map(user=request.user)
+    legend: dict[int, str] = {}
+    for pool in pools:
+        for node in pool.nodes:
+            for device in node.devices:
+                for s in device.slices:
+                    if s.project_id is not None:
+                        legend[s.project_id] = s.project_name
+    return {"pools": pools, "legend": sorted(legend.items(), key=lambda kv: kv[1])}
+
+
+@login_required
+def nodes(request):
+    return page(request, "console/nodes.html", "nodes", _context(request))
+
+
+@login_required
+def nodes_live(request):
+    return render(request, "console/partials/_nodes_live.html", _context(request))
+
+
+@system_admin_required
+@require_POST
+def node_action(request, pk: int, action: str):
+    node = get_object_or_404(Node.objects.visible_to(request.user), pk=pk)
+    if action not in ACTIONS:
+        return redirect("console:nodes")
+    service, message = ACTIONS[action]
+    service(user=request.user, node=node)
+    messages.success(request, message.format(name=node.name))
+    return redirect("console:nodes")

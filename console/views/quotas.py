@@ -1,0 +1,192 @@
+"""Quotas (admins): departments and projects per pool, edited inline with validation; a
+"what would change" what-if run before saving."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Sum
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from console.forms import QuotaRowForm, attach_service_errors
+from console.permissions import admin_required
+from console.views.common import is_htmx, page
+from console.views.simulations import result_context
+from scheduler_core import access
+from scheduler_core.models import Department, Node, NodePool, Project, QueueState, Quota
+from scheduler_core.selectors.quota_table import QuotaRow, quota_table
+from scheduler_core.services import org, quotas
+from scheduler_core.services.simulations import simulation_create
+
+WHATIF_HORIZON = 3600
+
+
+def _gpus_by_pool() -> dict[int, int]:
+    return dict(
+        Node.objects.values("pool_id").annotate(g=Sum("gpu_count")).values_list("pool_id", "g")
+    )
+
+
+@admin_required
+def quota_page(request):
+    tables = quota_table(user=request.user, gpus_by_pool=_gpus_by_pool())
+    forms = {}
+    for table in tables:
+        for block in table.departments:
+            for row in [block.row, *block.projects]:
+                forms[row.key] = _initial_form(row)
+    return page(request, "console/quotas.html", "quotas", {"tables": tables, "forms": forms})
+
+
+def _initial_form(row: QuotaRow) -> QuotaRowForm:
+    return QuotaRowForm(
+        prefix=row.key,
+        initial={
+            "gpus": row.gpus,
+            "limit_gpus": row.limit_gpus,
+            "over_quota_weight": row.owner.over_quota_weight,
+            "rank": row.owner.rank,
+        },
+    )
+
+
+def _row(request, kind: str, owner_id: int, pool_id: int) -> QuotaRow:
+    """The row being edited, if the user administers its owner (404 otherwise)."""
+    managed = access.managed_department_ids(request.user)
+    pool = get_object_or_404(NodePool, pk=pool_id)
+    if kind == "project":
+        owner = get_object_or_404(Project.objects.select_related("department"), pk=owner_id)
+        allowed = managed is None or owner.department_id in managed
+    elif kind == "department":
+        owner = get_object_or_404(Department, pk=owner_id)
+        allowed = managed is None or owner.pk in managed
+    else:
+        raise Http404
+    if not allowed:
+        raise Http404
+    quota = Quota.objects.filter(pool=pool, **{kind: owner}).first()
+    state = QueueState.objects.filter(pool=pool, **{kind: owner}).first()
+    return QuotaRow(
+        kind=kind,
+        owner=owner,
+        pool=pool,
+        gpus=quota.gpus if quota else 0.0,
+        limit_gpus=quota.limit_gpus if quota else None,
+        fairshare_gpus=state.fairshare_gpus if state else 0.0,
+        allocated_gpus=state.allocated_gpus if state else 0.0,
+        editable=access.is_system_admin(request.user) or kind == "project",
+    )
+
+
+def _save(user, row: QuotaRow, data: dict) -> None:
+    """Quota and owner settings together: all saved, or nothing if any is refused."""
+    set_quota = quotas.project_set_quota if row.kind == "project" else quotas.department_set_quota
+    update = org.project_update if row.kind == "project" else org.department_update
+    with transaction.atomic():
+        set_quota(
+            user=user,
+            **{row.kind: row.owner},
+            pool=row.pool,
+            gpus=data["gpus"],
+            limit_gpus=data["limit_gpus"],
+        )
+        if (data["rank"], data["over_quota_weight"]) != (
+            row.owner.rank,
+            row.owner.over_quota_weight,
+        ):
+            update(
+                user=user,
+                **{row.kind: row.owner},
+                rank=data["rank"],
+                over_quota_weight=data["over_quota_weight"],
+            )
+
+
+def _render_row(request, row: QuotaRow, form: QuotaRowForm, saved: bool = False):
+    return render(
+        request, "console/partials/_quota_row.html", {"row": row, "form": form, "saved": saved}
+    )
+
+
+@admin_required
+@require_POST
+def quota_save(request, kind: str, owner_id: int, pool_id: int):
+    row = _row(request, kind, owner_id, pool_id)
+    form = QuotaRowForm(request.POST, prefix=row.key)
+    saved = False
+    if form.is_valid():
+        try:
+            _save(request.user, row, form.cleaned_data)
+        except ValidationError as exc:
+            attach_service_errors(form, exc)
+        else:
+            saved = True
+            row = _row(request, kind, owner_id, pool_id)
+            form = _initial_form(row)
+    if is_htmx(request):
+        return _render_row(request, row, form, saved=saved)
+    if saved:
+        messages.success(request, f"Saved {row.owner.name} in {row.pool.name}.")
+    else:
+        for field, errors in form.errors.items():
+            messages.error(request, f"{row.owner.name}: {field}: {' '.join(errors)}")
+    return redirect("console:quotas")
+
+
+def whatif_changes(row: QuotaRow, data: dict) -> dict:
+    """The `changes` of a live what-if run for one edited row."""
+    quota = {
+        row.kind: row.owner.name,
+        "pool": row.pool.name,
+        "gpus": data["gpus"],
+        "limit_gpus": data["limit_gpus"],
+    }
+    changes: dict = {"quotas": [quota]}
+    weight = {}
+    if data["over_quota_weight"] != row.owner.over_quota_weight:
+        weight["over_quota_weight"] = data["over_quota_weight"]
+    if data["rank"] != row.owner.rank:
+        weight["rank"] = data["rank"]
+    if weight:
+        changes["weights"] = [{row.kind: row.owner.name, **weight}]
+    return changes
+
+
+def describe(row: QuotaRow, data: dict) -> str:
+    limit = "no limit" if data["limit_gpus"] is None else f"limit {data['limit_gpus']:g}"
+    return f"{row.owner.name}: {data['gpus']:g} GPUs ({limit}) in {row.pool.name}"
+
+
+@admin_required
+@require_POST
+def quota_whatif(request, kind: str, owner_id: int, pool_id: int):
+    """Start a what-if run of the row's edited values; the panel follows its progress."""
+    row = _row(request, kind, owner_id, pool_id)
+    form = QuotaRowForm(request.POST, prefix=row.key)
+    simulation = None
+    error = None
+    if form.is_valid():
+        try:
+            simulation = simulation_create(
+                user=request.user,
+                name=f"What if {describe(row, form.cleaned_data)}"[:120],
+                source="live",
+                changes=whatif_changes(row, form.cleaned_data),
+                horizon=WHATIF_HORIZON,
+            )
+        except ValidationError as exc:
+            error = " ".join(exc.messages)
+    else:
+        error = "Fix the values in the row first: " + "; ".join(
+            f"{field}: {' '.join(errs)}" for field, errs in form.errors.items()
+        )
+    if not is_htmx(request):
+        if simulation is not None:
+            return redirect("console:simulation_detail", pk=simulation.pk)
+        messages.error(request, error or "Could not start the what-if run.")
+        return redirect("console:quotas")
+    context = result_context(request.user, simulation) if simulation is not None else {}
+    return render(request, "console/partials/_whatif.html", {**context, "error": error, "row": row})

@@ -1,0 +1,141 @@
+"""Simulations (admins): upload a scenario or copy the live cluster with changes, watch
+progress live, and compare results side by side."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+
+from console.charts import Series, stacked_area
+from console.forms import SimulationForm, attach_service_errors
+from console.permissions import admin_required
+from console.views.common import page
+from scheduler_core.models import Simulation
+from scheduler_core.selectors.simulations import simulation_result_for, simulations_visible_to
+from scheduler_core.services.simulations import simulation_create
+
+LIST_SIZE = 50
+COLOURS = [f"var(--p{i})" for i in range(10)]
+
+
+def _visible(request, pk: int) -> Simulation:
+    return get_object_or_404(simulations_visible_to(request.user), pk=pk)
+
+
+@admin_required
+def simulation_list(request):
+    form = SimulationForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            simulation = simulation_create(
+                user=request.user,
+                name=data["name"],
+                source=data["source"],
+                scenario_text=data.get("scenario_text") or "",
+                changes=data.get("changes_dict"),
+                horizon=data["horizon"],
+            )
+        except ValidationError as exc:
+            attach_service_errors(form, exc, {"changes": "changes"})
+        else:
+            messages.success(request, f"{simulation.name} is queued.")
+            return redirect("console:simulation_detail", pk=simulation.pk)
+    return page(
+        request,
+        "console/simulations/list.html",
+        "simulations",
+        {"form": form, "simulations": simulations_visible_to(request.user)[:LIST_SIZE]},
+    )
+
+
+def run_chart(run: dict) -> str:
+    """The GPUs-per-project timeline of one run, as an SVG."""
+    timeline = run.get("timeline") or {}
+    at = timeline.get("at") or []
+    series = [
+        Series(label=name, colour=COLOURS[i % len(COLOURS)], values=values)
+        for i, (name, values) in enumerate(sorted((timeline.get("projects") or {}).items()))
+    ]
+    labels = [f"{int(t // 60)}m" for t in at]
+    capacity = (run.get("cluster") or {}).get("capacity_gpus")
+    return stacked_area(labels, series, capacity=capacity or None, height=200)
+
+
+def result_context(user, simulation: Simulation) -> dict:
+    """Progress, runs (with charts) and comparison of a run, as `user` may see them."""
+    result = simulation_result_for(simulation=simulation, user=user) or {}
+    runs = result.get("runs") or {}
+    return {
+        "simulation": simulation,
+        "result": result,
+        "runs": [
+            {
+                "label": label,
+                "run": run,
+                "chart": run_chart(run),
+                "projects": sorted((run.get("projects") or {}).items()),
+            }
+            for label, run in runs.items()
+        ],
+        "comparison": result.get("comparison"),
+        "live_running": simulation.status in ("queued", "running"),
+    }
+
+
+@admin_required
+def simulation_detail(request, pk: int):
+    simulation = _visible(request, pk)
+    return page(
+        request,
+        "console/simulations/detail.html",
+        "simulations",
+        result_context(request.user, simulation),
+    )
+
+
+@admin_required
+def simulation_status(request, pk: int):
+    """Progress (and, when done, the outcome) of one run: re-fetched on its progress events."""
+    simulation = _visible(request, pk)
+    template = (
+        "console/simulations/_whatif_status.html"
+        if request.GET.get("compact")
+        else "console/simulations/_status.html"
+    )
+    return render(request, template, result_context(request.user, simulation))
+
+
+@admin_required
+def simulation_compare(request):
+    """Two runs side by side."""
+    visible = simulations_visible_to(request.user)
+    ids = [v for v in request.GET.getlist("id") if v.isdigit()][:2]
+    chosen = list(visible.filter(pk__in=ids))
+    if len(chosen) != 2:
+        messages.error(request, "Pick two simulations to compare.")
+        return redirect("console:simulations")
+    chosen.sort(key=lambda s: ids.index(str(s.pk)))
+    sides = [result_context(request.user, s) for s in chosen]
+    for side in sides:
+        # A run with changes is compared by its changed copy; a scenario by its only run.
+        side["primary"] = side["runs"][-1] if side["runs"] else None
+    primaries = [dict(side["primary"]["projects"]) if side["primary"] else {} for side in sides]
+    rows = []
+    for name in sorted(set(primaries[0]) | set(primaries[1])):
+        a, b = primaries[0].get(name) or {}, primaries[1].get(name) or {}
+        rows.append(
+            {
+                "project": name,
+                "a": a,
+                "b": b,
+                "delta": round((b.get("mean_gpus") or 0) - (a.get("mean_gpus") or 0), 2),
+            }
+        )
+    return page(
+        request,
+        "console/simulations/compare.html",
+        "simulations",
+        {"sides": sides, "rows": rows},
+    )

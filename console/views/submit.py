@@ -1,0 +1,91 @@
+"""Submit: a form for every workload option, the services' errors next to the fields, and
+a preview of where the workload would fit right now."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from console.forms import SubmitForm, attach_service_errors
+from console.permissions import role_required
+from console.views.common import page
+from scheduler_core import access
+from scheduler_core.models import NodePool
+from scheduler_core.selectors.placement_preview import placement_preview
+from scheduler_core.selectors.submittable import submittable_projects
+from scheduler_core.services.workloads import workload_submit
+
+
+def _can_submit_anywhere(user) -> bool:
+    return access.is_any_admin(user) or submittable_projects(user=user).exists()
+
+
+submitter_required = role_required(_can_submit_anywhere, "you are not a researcher of any project")
+
+
+def _form(request, data=None) -> SubmitForm:
+    initial = {}
+    project = request.GET.get("project")
+    if project:
+        initial["project"] = project
+    return SubmitForm(
+        data,
+        projects=submittable_projects(user=request.user),
+        pools=NodePool.objects.order_by("name"),
+        initial=initial,
+    )
+
+
+def _preview(request, form: SubmitForm) -> dict:
+    """Numbers for the preview panel from whatever the form holds now (valid or not)."""
+    data = form.cleaned_data if form.is_bound and hasattr(form, "cleaned_data") else {}
+    project = data.get("project")
+    if project is None and not form.is_bound:
+        project = form.fields["project"].queryset.first()
+    pools = data.get("pools") or list(NodePool.objects.order_by("name"))
+    groups = data.get("groups_list") or []
+    if groups:
+        pods = sum(int(g.get("min_pods", g.get("pods", 1)) or 1) for g in groups)
+        gpus = max((float(g.get("gpus", 0) or 0) for g in groups), default=0.0)
+    else:
+        pods = data.get("min_pods") or data.get("pods") or 1
+        gpus = data.get("gpus")
+        gpus = 1.0 if gpus is None and not form.is_bound else (gpus or 0.0)
+    return {
+        "fits": placement_preview(
+            user=request.user, project=project, pools=pools, pods=pods, gpus=gpus
+        ),
+        "preview_project": project,
+        "preview_pods": pods,
+        "preview_gpus": gpus,
+    }
+
+
+@submitter_required
+def submit(request):
+    if request.method == "POST":
+        form = _form(request, request.POST)
+        if form.is_valid():
+            try:
+                workload = workload_submit(user=request.user, request=form.to_request())
+            except ValidationError as exc:
+                attach_service_errors(form, exc, SubmitForm.aliases)
+            except PermissionDenied as exc:
+                form.add_error("project", str(exc))
+            else:
+                messages.success(request, f"{workload.name} is queued in {workload.project.name}.")
+                return redirect("console:workload_detail", pk=workload.pk)
+    else:
+        form = _form(request)
+    return page(request, "console/submit.html", "submit", {"form": form, **_preview(request, form)})
+
+
+@submitter_required
+@require_POST
+def submit_preview(request):
+    """The preview panel, re-rendered as the form changes (htmx)."""
+    form = _form(request, request.POST)
+    form.is_valid()
+    return render(request, "console/partials/_submit_preview.html", _preview(request, form))

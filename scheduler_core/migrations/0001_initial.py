@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,412 +15,1020 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='CycleRecord',
+            name="CycleRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('started_at', models.DateTimeField(db_index=True)),
-                ('duration_seconds', models.FloatField()),
-                ('decisions', models.PositiveIntegerField(default=0)),
-                ('dropped_decisions', models.PositiveIntegerField(default=0, help_text='Decisions not applied because what they saw had changed.')),
-                ('pending', models.PositiveIntegerField(default=0)),
-                ('running', models.PositiveIntegerField(default=0)),
-                ('details', models.JSONField(blank=True, default=dict)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("started_at", models.DateTimeField(db_index=True)),
+                ("duration_seconds", models.FloatField()),
+                ("decisions", models.PositiveIntegerField(default=0)),
+                (
+                    "dropped_decisions",
+                    models.PositiveIntegerField(
+                        default=0,
+                        help_text="Decisions not applied because what they saw had changed.",
+                    ),
+                ),
+                ("pending", models.PositiveIntegerField(default=0)),
+                ("running", models.PositiveIntegerField(default=0)),
+                ("details", models.JSONField(blank=True, default=dict)),
             ],
             options={
-                'ordering': ['-started_at'],
+                "ordering": ["-started_at"],
             },
         ),
         migrations.CreateModel(
-            name='Department',
+            name="Department",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=63, unique=True)),
-                ('description', models.CharField(blank=True, max_length=255)),
-                ('rank', models.IntegerField(default=0)),
-                ('over_quota_weight', models.FloatField(default=1.0, validators=[django.core.validators.MinValueValidator(0)])),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=63, unique=True)),
+                ("description", models.CharField(blank=True, max_length=255)),
+                ("rank", models.IntegerField(default=0)),
+                (
+                    "over_quota_weight",
+                    models.FloatField(
+                        default=1.0, validators=[django.core.validators.MinValueValidator(0)]
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('over_quota_weight__gte', 0)), name='department_weight_gte_0')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("over_quota_weight__gte", 0)),
+                        name="department_weight_gte_0",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='NodePool',
+            name="NodePool",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=63, unique=True)),
-                ('description', models.CharField(blank=True, max_length=255)),
-                ('policy', models.CharField(choices=[('quota', 'Quota / fairshare (Run:ai)'), ('fairshare', 'Fair share (Determined)'), ('priority', 'Priority (Determined)')], default='quota', max_length=16)),
-                ('placement', models.CharField(choices=[('binpack', 'Bin-pack'), ('spread', 'Spread')], default='binpack', max_length=16)),
-                ('preemption', models.BooleanField(default=True)),
-                ('consolidation', models.BooleanField(default=True)),
-                ('max_consolidation_evaluations', models.PositiveIntegerField(default=100)),
-                ('min_guaranteed_runtime', models.PositiveIntegerField(default=0, help_text='Seconds a started preemptible workload is safe from eviction.')),
-                ('over_quota_weight_from_quota', models.BooleanField(default=False, help_text="Use each queue's quota as its over-quota weight.")),
-                ('fairshare_mode', models.CharField(choices=[('point_in_time', 'Point in time'), ('time_based', 'Time based')], default='point_in_time', max_length=16)),
-                ('time_based_window', models.PositiveIntegerField(default=604800)),
-                ('time_based_half_life', models.PositiveIntegerField(default=86400)),
-                ('time_based_k', models.FloatField(default=1.0, validators=[django.core.validators.MinValueValidator(0)])),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=63, unique=True)),
+                ("description", models.CharField(blank=True, max_length=255)),
+                (
+                    "policy",
+                    models.CharField(
+                        choices=[
+                            ("quota", "Quota / fairshare (Run:ai)"),
+                            ("fairshare", "Fair share (Determined)"),
+                            ("priority", "Priority (Determined)"),
+                        ],
+                        default="quota",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "placement",
+                    models.CharField(
+                        choices=[("binpack", "Bin-pack"), ("spread", "Spread")],
+                        default="binpack",
+                        max_length=16,
+                    ),
+                ),
+                ("preemption", models.BooleanField(default=True)),
+                ("consolidation", models.BooleanField(default=True)),
+                ("max_consolidation_evaluations", models.PositiveIntegerField(default=100)),
+                (
+                    "min_guaranteed_runtime",
+                    models.PositiveIntegerField(
+                        default=0,
+                        help_text="Seconds a started preemptible workload is safe from eviction.",
+                    ),
+                ),
+                (
+                    "over_quota_weight_from_quota",
+                    models.BooleanField(
+                        default=False, help_text="Use each queue's quota as its over-quota weight."
+                    ),
+                ),
+                (
+                    "fairshare_mode",
+                    models.CharField(
+                        choices=[("point_in_time", "Point in time"), ("time_based", "Time based")],
+                        default="point_in_time",
+                        max_length=16,
+                    ),
+                ),
+                ("time_based_window", models.PositiveIntegerField(default=604800)),
+                ("time_based_half_life", models.PositiveIntegerField(default=86400)),
+                (
+                    "time_based_k",
+                    models.FloatField(
+                        default=1.0, validators=[django.core.validators.MinValueValidator(0)]
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('time_based_k__gte', 0)), name='pool_k_gte_0')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("time_based_k__gte", 0)), name="pool_k_gte_0"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Node',
+            name="Node",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=63, unique=True)),
-                ('gpu_count', models.PositiveIntegerField(default=0)),
-                ('gpu_model', models.CharField(blank=True, max_length=64)),
-                ('cpu', models.FloatField(default=0, validators=[django.core.validators.MinValueValidator(0)])),
-                ('memory', models.FloatField(default=0, help_text='GiB', validators=[django.core.validators.MinValueValidator(0)])),
-                ('labels', models.JSONField(blank=True, default=dict)),
-                ('state', models.CharField(choices=[('ready', 'Ready'), ('cordoned', 'Cordoned'), ('down', 'Down')], default='ready', max_length=16)),
-                ('last_heartbeat', models.DateTimeField(blank=True, null=True)),
-                ('version', models.PositiveIntegerField(default=0, help_text='Bumped on every state change.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='nodes', to='scheduler_core.nodepool')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=63, unique=True)),
+                ("gpu_count", models.PositiveIntegerField(default=0)),
+                ("gpu_model", models.CharField(blank=True, max_length=64)),
+                (
+                    "cpu",
+                    models.FloatField(
+                        default=0, validators=[django.core.validators.MinValueValidator(0)]
+                    ),
+                ),
+                (
+                    "memory",
+                    models.FloatField(
+                        default=0,
+                        help_text="GiB",
+                        validators=[django.core.validators.MinValueValidator(0)],
+                    ),
+                ),
+                ("labels", models.JSONField(blank=True, default=dict)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("ready", "Ready"), ("cordoned", "Cordoned"), ("down", "Down")],
+                        default="ready",
+                        max_length=16,
+                    ),
+                ),
+                ("last_heartbeat", models.DateTimeField(blank=True, null=True)),
+                (
+                    "version",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Bumped on every state change."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="nodes",
+                        to="scheduler_core.nodepool",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pool__name', 'name'],
+                "ordering": ["pool__name", "name"],
             },
         ),
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=63, unique=True)),
-                ('description', models.CharField(blank=True, max_length=255)),
-                ('rank', models.IntegerField(default=0)),
-                ('over_quota_weight', models.FloatField(default=1.0, validators=[django.core.validators.MinValueValidator(0)])),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('department', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='projects', to='scheduler_core.department')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=63, unique=True)),
+                ("description", models.CharField(blank=True, max_length=255)),
+                ("rank", models.IntegerField(default=0)),
+                (
+                    "over_quota_weight",
+                    models.FloatField(
+                        default=1.0, validators=[django.core.validators.MinValueValidator(0)]
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "department",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="projects",
+                        to="scheduler_core.department",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='ProjectMembership',
+            name="ProjectMembership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('researcher', 'Researcher'), ('viewer', 'Viewer')], max_length=16)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='scheduler_core.project')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='project_memberships', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("researcher", "Researcher"), ("viewer", "Viewer")], max_length=16
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to="scheduler_core.project",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="project_memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='project',
-            name='members',
-            field=models.ManyToManyField(related_name='projects', through='scheduler_core.ProjectMembership', to=settings.AUTH_USER_MODEL),
+            model_name="project",
+            name="members",
+            field=models.ManyToManyField(
+                related_name="projects",
+                through="scheduler_core.ProjectMembership",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.CreateModel(
-            name='QueueState',
+            name="QueueState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('deserved_gpus', models.FloatField(default=0)),
-                ('limit_gpus', models.FloatField(blank=True, null=True)),
-                ('fairshare_gpus', models.FloatField(default=0)),
-                ('allocated_gpus', models.FloatField(default=0)),
-                ('requested_gpus', models.FloatField(default=0)),
-                ('fairshare_cpu', models.FloatField(default=0)),
-                ('allocated_cpu', models.FloatField(default=0)),
-                ('fairshare_memory', models.FloatField(default=0)),
-                ('allocated_memory', models.FloatField(default=0)),
-                ('pending_count', models.PositiveIntegerField(default=0)),
-                ('running_count', models.PositiveIntegerField(default=0)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('department', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='scheduler_core.department')),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='scheduler_core.nodepool')),
-                ('project', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='scheduler_core.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("deserved_gpus", models.FloatField(default=0)),
+                ("limit_gpus", models.FloatField(blank=True, null=True)),
+                ("fairshare_gpus", models.FloatField(default=0)),
+                ("allocated_gpus", models.FloatField(default=0)),
+                ("requested_gpus", models.FloatField(default=0)),
+                ("fairshare_cpu", models.FloatField(default=0)),
+                ("allocated_cpu", models.FloatField(default=0)),
+                ("fairshare_memory", models.FloatField(default=0)),
+                ("allocated_memory", models.FloatField(default=0)),
+                ("pending_count", models.PositiveIntegerField(default=0)),
+                ("running_count", models.PositiveIntegerField(default=0)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "department",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="scheduler_core.department",
+                    ),
+                ),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="scheduler_core.nodepool",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="scheduler_core.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pool__name', 'department__name', 'project__name'],
+                "ordering": ["pool__name", "department__name", "project__name"],
             },
         ),
         migrations.CreateModel(
-            name='Quota',
+            name="Quota",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('gpus', models.FloatField(default=0)),
-                ('cpu', models.FloatField(default=0)),
-                ('memory', models.FloatField(default=0)),
-                ('limit_gpus', models.FloatField(blank=True, null=True)),
-                ('limit_cpu', models.FloatField(blank=True, null=True)),
-                ('limit_memory', models.FloatField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('department', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='quotas', to='scheduler_core.department')),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='quotas', to='scheduler_core.nodepool')),
-                ('project', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='quotas', to='scheduler_core.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("gpus", models.FloatField(default=0)),
+                ("cpu", models.FloatField(default=0)),
+                ("memory", models.FloatField(default=0)),
+                ("limit_gpus", models.FloatField(blank=True, null=True)),
+                ("limit_cpu", models.FloatField(blank=True, null=True)),
+                ("limit_memory", models.FloatField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "department",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="quotas",
+                        to="scheduler_core.department",
+                    ),
+                ),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="quotas",
+                        to="scheduler_core.nodepool",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="quotas",
+                        to="scheduler_core.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pool__name', 'department__name', 'project__name'],
+                "ordering": ["pool__name", "department__name", "project__name"],
             },
         ),
         migrations.CreateModel(
-            name='Simulation',
+            name="Simulation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=120)),
-                ('source', models.CharField(choices=[('scenario', 'Scenario file'), ('live', 'Copy of the live cluster')], max_length=16)),
-                ('scenario_text', models.TextField(blank=True)),
-                ('changes', models.JSONField(blank=True, default=dict)),
-                ('horizon', models.PositiveIntegerField(default=3600, help_text='Simulated seconds.')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('progress', models.FloatField(default=0)),
-                ('progress_message', models.CharField(blank=True, max_length=255)),
-                ('result', models.JSONField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=120)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("scenario", "Scenario file"),
+                            ("live", "Copy of the live cluster"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("scenario_text", models.TextField(blank=True)),
+                ("changes", models.JSONField(blank=True, default=dict)),
+                (
+                    "horizon",
+                    models.PositiveIntegerField(default=3600, help_text="Simulated seconds."),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("progress", models.FloatField(default=0)),
+                ("progress_message", models.CharField(blank=True, max_length=255)),
+                ("result", models.JSONField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='UsageSample',
+            name="UsageSample",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('interval_start', models.DateTimeField(db_index=True)),
-                ('interval_end', models.DateTimeField()),
-                ('gpu_seconds', models.FloatField(default=0)),
-                ('department', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='scheduler_core.department')),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='scheduler_core.nodepool')),
-                ('project', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='scheduler_core.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("interval_start", models.DateTimeField(db_index=True)),
+                ("interval_end", models.DateTimeField()),
+                ("gpu_seconds", models.FloatField(default=0)),
+                (
+                    "department",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="scheduler_core.department",
+                    ),
+                ),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="scheduler_core.nodepool",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="scheduler_core.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-interval_start'],
+                "ordering": ["-interval_start"],
             },
         ),
         migrations.CreateModel(
-            name='Workload',
+            name="Workload",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100)),
-                ('kind', models.CharField(choices=[('training', 'Training'), ('interactive', 'Interactive'), ('inference', 'Inference'), ('cpu', 'CPU only')], default='training', max_length=16)),
-                ('priority', models.IntegerField(default=50)),
-                ('preemptible', models.BooleanField(default=True)),
-                ('pods', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)])),
-                ('min_pods', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)])),
-                ('gpus', models.FloatField(default=0, help_text='Per pod; fractions share a device.')),
-                ('cpu', models.FloatField(default=0, help_text='Cores per pod.')),
-                ('memory', models.FloatField(default=0, help_text='GiB per pod.')),
-                ('groups', models.JSONField(blank=True, default=list)),
-                ('node_selector', models.JSONField(blank=True, default=dict)),
-                ('weight', models.FloatField(default=1.0)),
-                ('backoff_limit', models.PositiveIntegerField(blank=True, null=True)),
-                ('restarts', models.PositiveIntegerField(default=0)),
-                ('spec', models.JSONField(blank=True, default=dict)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('suspended', 'Suspended'), ('completed', 'Completed'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='pending', max_length=16)),
-                ('pending_reason', models.TextField(blank=True)),
-                ('queue_position', models.PositiveIntegerField(blank=True, null=True)),
-                ('submitted_at', models.DateTimeField(db_index=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('progress_seconds', models.FloatField(default=0, help_text='Simulated runtime saved at the last checkpoint.')),
-                ('version', models.PositiveIntegerField(default=0)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='workloads', to='scheduler_core.project')),
-                ('submitted_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='workloads', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=100)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("training", "Training"),
+                            ("interactive", "Interactive"),
+                            ("inference", "Inference"),
+                            ("cpu", "CPU only"),
+                        ],
+                        default="training",
+                        max_length=16,
+                    ),
+                ),
+                ("priority", models.IntegerField(default=50)),
+                ("preemptible", models.BooleanField(default=True)),
+                (
+                    "pods",
+                    models.PositiveIntegerField(
+                        default=1, validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "min_pods",
+                    models.PositiveIntegerField(
+                        default=1, validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "gpus",
+                    models.FloatField(default=0, help_text="Per pod; fractions share a device."),
+                ),
+                ("cpu", models.FloatField(default=0, help_text="Cores per pod.")),
+                ("memory", models.FloatField(default=0, help_text="GiB per pod.")),
+                ("groups", models.JSONField(blank=True, default=list)),
+                ("node_selector", models.JSONField(blank=True, default=dict)),
+                ("weight", models.FloatField(default=1.0)),
+                ("backoff_limit", models.PositiveIntegerField(blank=True, null=True)),
+                ("restarts", models.PositiveIntegerField(default=0)),
+                ("spec", models.JSONField(blank=True, default=dict)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("suspended", "Suspended"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("pending_reason", models.TextField(blank=True)),
+                ("queue_position", models.PositiveIntegerField(blank=True, null=True)),
+                ("submitted_at", models.DateTimeField(db_index=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "progress_seconds",
+                    models.FloatField(
+                        default=0, help_text="Simulated runtime saved at the last checkpoint."
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(default=0)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="workloads",
+                        to="scheduler_core.project",
+                    ),
+                ),
+                (
+                    "submitted_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="workloads",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-submitted_at', '-id'],
+                "ordering": ["-submitted_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='SchedulingEvent',
+            name="SchedulingEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(db_index=True)),
-                ('type', models.CharField(choices=[('submitted', 'Submitted'), ('allocated', 'Allocated'), ('preempted', 'Preempted'), ('moved', 'Moved'), ('shrunk', 'Shrunk'), ('expanded', 'Expanded'), ('completed', 'Completed'), ('failed', 'Failed'), ('deleted', 'Cancelled'), ('suspended', 'Suspended'), ('resumed', 'Resumed'), ('priority_changed', 'Priority changed'), ('pending_reason', 'Pending reason changed'), ('node_state', 'Node state changed'), ('quota_changed', 'Quota changed')], db_index=True, max_length=32)),
-                ('reason', models.TextField(blank=True)),
-                ('details', models.JSONField(blank=True, default=dict)),
-                ('node', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='scheduler_core.node')),
-                ('pool', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='scheduler_core.nodepool')),
-                ('project', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='scheduler_core.project')),
-                ('workload', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='scheduler_core.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(db_index=True)),
+                (
+                    "type",
+                    models.CharField(
+                        choices=[
+                            ("submitted", "Submitted"),
+                            ("allocated", "Allocated"),
+                            ("preempted", "Preempted"),
+                            ("moved", "Moved"),
+                            ("shrunk", "Shrunk"),
+                            ("expanded", "Expanded"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                            ("deleted", "Cancelled"),
+                            ("suspended", "Suspended"),
+                            ("resumed", "Resumed"),
+                            ("priority_changed", "Priority changed"),
+                            ("pending_reason", "Pending reason changed"),
+                            ("node_state", "Node state changed"),
+                            ("quota_changed", "Quota changed"),
+                        ],
+                        db_index=True,
+                        max_length=32,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True)),
+                ("details", models.JSONField(blank=True, default=dict)),
+                (
+                    "node",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="scheduler_core.node",
+                    ),
+                ),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="scheduler_core.nodepool",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="scheduler_core.project",
+                    ),
+                ),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="scheduler_core.workload",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Allocation',
+            name="Allocation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('group', models.CharField(default='main', max_length=63)),
-                ('pod_index', models.PositiveIntegerField()),
-                ('gpu_devices', models.JSONField(blank=True, default=list)),
-                ('gpu_fraction', models.FloatField(default=1.0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='allocations', to='scheduler_core.node')),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='allocations', to='scheduler_core.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("group", models.CharField(default="main", max_length=63)),
+                ("pod_index", models.PositiveIntegerField()),
+                ("gpu_devices", models.JSONField(blank=True, default=list)),
+                ("gpu_fraction", models.FloatField(default=1.0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="allocations",
+                        to="scheduler_core.node",
+                    ),
+                ),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="allocations",
+                        to="scheduler_core.workload",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['workload_id', 'group', 'pod_index'],
+                "ordering": ["workload_id", "group", "pod_index"],
             },
         ),
         migrations.CreateModel(
-            name='WorkloadCandidatePool',
+            name="WorkloadCandidatePool",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('preference', models.PositiveIntegerField(default=0)),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='scheduler_core.nodepool')),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pool_choices', to='scheduler_core.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("preference", models.PositiveIntegerField(default=0)),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="scheduler_core.nodepool",
+                    ),
+                ),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="pool_choices",
+                        to="scheduler_core.workload",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['preference'],
+                "ordering": ["preference"],
             },
         ),
         migrations.AddField(
-            model_name='workload',
-            name='candidate_pools',
-            field=models.ManyToManyField(blank=True, related_name='+', through='scheduler_core.WorkloadCandidatePool', to='scheduler_core.nodepool'),
+            model_name="workload",
+            name="candidate_pools",
+            field=models.ManyToManyField(
+                blank=True,
+                related_name="+",
+                through="scheduler_core.WorkloadCandidatePool",
+                to="scheduler_core.nodepool",
+            ),
         ),
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('key_hash', models.CharField(max_length=64, unique=True)),
-                ('prefix', models.CharField(help_text='First characters, to recognise it.', max_length=12)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                ("key_hash", models.CharField(max_length=64, unique=True)),
+                (
+                    "prefix",
+                    models.CharField(help_text="First characters, to recognise it.", max_length=12),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="api_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'constraints': [models.UniqueConstraint(fields=('user', 'name'), name='unique_token_name_per_user')],
+                "ordering": ["-created_at"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("user", "name"), name="unique_token_name_per_user"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='DepartmentMembership',
+            name="DepartmentMembership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('admin', 'Department admin'), ('viewer', 'Viewer')], max_length=16)),
-                ('department', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='scheduler_core.department')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='department_memberships', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("admin", "Department admin"), ("viewer", "Viewer")], max_length=16
+                    ),
+                ),
+                (
+                    "department",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to="scheduler_core.department",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="department_memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('department', 'user'), name='unique_department_member')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("department", "user"), name="unique_department_member"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='IdempotencyKey',
+            name="IdempotencyKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=255)),
-                ('request_hash', models.CharField(max_length=64)),
-                ('response_status', models.PositiveIntegerField()),
-                ('response_body', models.JSONField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=255)),
+                ("request_hash", models.CharField(max_length=64)),
+                ("response_status", models.PositiveIntegerField()),
+                ("response_body", models.JSONField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('user', 'key'), name='unique_idempotency_key')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("user", "key"), name="unique_idempotency_key")
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.CheckConstraint(condition=models.Q(('cpu__gte', 0)), name='node_cpu_gte_0'),
+            model_name="node",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("cpu__gte", 0)), name="node_cpu_gte_0"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.CheckConstraint(condition=models.Q(('memory__gte', 0)), name='node_memory_gte_0'),
+            model_name="node",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("memory__gte", 0)), name="node_memory_gte_0"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='projectmembership',
-            constraint=models.UniqueConstraint(fields=('project', 'user'), name='unique_project_member'),
+            model_name="projectmembership",
+            constraint=models.UniqueConstraint(
+                fields=("project", "user"), name="unique_project_member"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='project',
-            constraint=models.CheckConstraint(condition=models.Q(('over_quota_weight__gte', 0)), name='project_weight_gte_0'),
+            model_name="project",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("over_quota_weight__gte", 0)), name="project_weight_gte_0"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='queuestate',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('department__isnull', False), ('project__isnull', True)), models.Q(('department__isnull', True), ('project__isnull', False)), _connector='OR'), name='queue_state_exactly_one_owner'),
+            model_name="queuestate",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("department__isnull", False), ("project__isnull", True)),
+                    models.Q(("department__isnull", True), ("project__isnull", False)),
+                    _connector="OR",
+                ),
+                name="queue_state_exactly_one_owner",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='queuestate',
-            constraint=models.UniqueConstraint(condition=models.Q(('department__isnull', False)), fields=('department', 'pool'), name='unique_department_queue_state'),
+            model_name="queuestate",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("department__isnull", False)),
+                fields=("department", "pool"),
+                name="unique_department_queue_state",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='queuestate',
-            constraint=models.UniqueConstraint(condition=models.Q(('project__isnull', False)), fields=('project', 'pool'), name='unique_project_queue_state'),
+            model_name="queuestate",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("project__isnull", False)),
+                fields=("project", "pool"),
+                name="unique_project_queue_state",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='quota',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('department__isnull', False), ('project__isnull', True)), models.Q(('department__isnull', True), ('project__isnull', False)), _connector='OR'), name='quota_exactly_one_owner'),
+            model_name="quota",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("department__isnull", False), ("project__isnull", True)),
+                    models.Q(("department__isnull", True), ("project__isnull", False)),
+                    _connector="OR",
+                ),
+                name="quota_exactly_one_owner",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='quota',
-            constraint=models.UniqueConstraint(condition=models.Q(('department__isnull', False)), fields=('department', 'pool'), name='unique_department_pool_quota'),
+            model_name="quota",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("department__isnull", False)),
+                fields=("department", "pool"),
+                name="unique_department_pool_quota",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='quota',
-            constraint=models.UniqueConstraint(condition=models.Q(('project__isnull', False)), fields=('project', 'pool'), name='unique_project_pool_quota'),
+            model_name="quota",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("project__isnull", False)),
+                fields=("project", "pool"),
+                name="unique_project_pool_quota",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='quota',
-            constraint=models.CheckConstraint(condition=models.Q(('cpu__gte', 0), ('gpus__gte', 0), ('memory__gte', 0)), name='quota_deserved_gte_0'),
+            model_name="quota",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("cpu__gte", 0), ("gpus__gte", 0), ("memory__gte", 0)),
+                name="quota_deserved_gte_0",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='quota',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('limit_gpus__isnull', True), ('limit_gpus__gte', models.F('gpus')), _connector='OR'), models.Q(('limit_cpu__isnull', True), ('limit_cpu__gte', models.F('cpu')), _connector='OR'), models.Q(('limit_memory__isnull', True), ('limit_memory__gte', models.F('memory')), _connector='OR')), name='quota_limit_gte_deserved'),
+            model_name="quota",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("limit_gpus__isnull", True),
+                        ("limit_gpus__gte", models.F("gpus")),
+                        _connector="OR",
+                    ),
+                    models.Q(
+                        ("limit_cpu__isnull", True),
+                        ("limit_cpu__gte", models.F("cpu")),
+                        _connector="OR",
+                    ),
+                    models.Q(
+                        ("limit_memory__isnull", True),
+                        ("limit_memory__gte", models.F("memory")),
+                        _connector="OR",
+                    ),
+                ),
+                name="quota_limit_gte_deserved",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='simulation',
-            constraint=models.CheckConstraint(condition=models.Q(('progress__gte', 0), ('progress__lte', 1)), name='simulation_progress_0_1'),
+            model_name="simulation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("progress__gte", 0), ("progress__lte", 1)),
+                name="simulation_progress_0_1",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='usagesample',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('department__isnull', False), ('project__isnull', True)), models.Q(('department__isnull', True), ('project__isnull', False)), _connector='OR'), name='usage_exactly_one_owner'),
+            model_name="usagesample",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("department__isnull", False), ("project__isnull", True)),
+                    models.Q(("department__isnull", True), ("project__isnull", False)),
+                    _connector="OR",
+                ),
+                name="usage_exactly_one_owner",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='usagesample',
-            constraint=models.CheckConstraint(condition=models.Q(('interval_end__gt', models.F('interval_start'))), name='usage_interval_positive'),
+            model_name="usagesample",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("interval_end__gt", models.F("interval_start"))),
+                name="usage_interval_positive",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='usagesample',
-            constraint=models.CheckConstraint(condition=models.Q(('gpu_seconds__gte', 0)), name='usage_gte_0'),
+            model_name="usagesample",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("gpu_seconds__gte", 0)), name="usage_gte_0"
+            ),
         ),
         migrations.AddIndex(
-            model_name='schedulingevent',
-            index=models.Index(fields=['project', '-created_at'], name='scheduler_c_project_8568b1_idx'),
+            model_name="schedulingevent",
+            index=models.Index(
+                fields=["project", "-created_at"], name="scheduler_c_project_8568b1_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='allocation',
-            constraint=models.UniqueConstraint(fields=('workload', 'group', 'pod_index'), name='unique_pod_allocation'),
+            model_name="allocation",
+            constraint=models.UniqueConstraint(
+                fields=("workload", "group", "pod_index"), name="unique_pod_allocation"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='workloadcandidatepool',
-            constraint=models.UniqueConstraint(fields=('workload', 'pool'), name='unique_workload_pool'),
+            model_name="workloadcandidatepool",
+            constraint=models.UniqueConstraint(
+                fields=("workload", "pool"), name="unique_workload_pool"
+            ),
         ),
         migrations.AddIndex(
-            model_name='workload',
-            index=models.Index(fields=['status', 'project'], name='scheduler_c_status_bff1ef_idx'),
+            model_name="workload",
+            index=models.Index(fields=["status", "project"], name="scheduler_c_status_bff1ef_idx"),
         ),
         migrations.AddConstraint(
-            model_name='workload',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='unique_workload_name'),
+            model_name="workload",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name"), name="unique_workload_name"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='workload',
-            constraint=models.CheckConstraint(condition=models.Q(('min_pods__lte', models.F('pods'))), name='workload_min_pods_lte_pods'),
+            model_name="workload",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("min_pods__lte", models.F("pods"))),
+                name="workload_min_pods_lte_pods",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='workload',
-            constraint=models.CheckConstraint(condition=models.Q(('cpu__gte', 0), ('gpus__gte', 0), ('memory__gte', 0)), name='workload_resources_gte_0'),
+            model_name="workload",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("cpu__gte", 0), ("gpus__gte", 0), ("memory__gte", 0)),
+                name="workload_resources_gte_0",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='workload',
-            constraint=models.CheckConstraint(condition=models.Q(('weight__gt', 0)), name='workload_weight_gt_0'),
+            model_name="workload",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("weight__gt", 0)), name="workload_weight_gt_0"
+            ),
         ),
     ]

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('scheduler_core', '0001_initial'),
+        ("scheduler_core", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='workload',
-            name='pending_reason_kind',
-            field=models.CharField(blank=True, help_text='Why it waits, for filtering: quota, limit, capacity, gang, fairshare, ...', max_length=32),
+            model_name="workload",
+            name="pending_reason_kind",
+            field=models.CharField(
+                blank=True,
+                help_text="Why it waits, for filtering: quota, limit, capacity, gang, fairshare, ...",
+                max_length=32,
+            ),
         ),
     ]

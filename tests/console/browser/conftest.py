@@ -62,9 +62,9 @@ def _sqlite_read_uncommitted(sender, connection, **kwargs) -> None:
             cursor.execute("PRAGMA read_uncommitted = 1")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def live_url():
-    """Base URL of daphne serving config.asgi.application, for the whole session."""
+    """Base URL of daphne serving config.asgi.application, for the browser tests."""
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
     from daphne.server import Server
@@ -92,20 +92,30 @@ def live_url():
     connection_created.disconnect(_sqlite_read_uncommitted)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser_instance():
+    """Chromium for the browser tests only: Playwright's sync API keeps an asyncio loop
+    running on the test thread until it stops, which would break `async_to_sync` in every
+    test after it, so it lives exactly as long as this package's tests."""
     from playwright.sync_api import sync_playwright
 
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
     # Reads in fixtures and assertions stay on the test thread (see the module docstring).
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        yield browser
-        browser.close()
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 def backend(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -284,6 +284,10 @@ SCHEDULER_CYCLE_PAUSES = {
         if "=" in item
     )
 }
+# Pending workloads get a new reason at once when its kind changes; changed numbers in a
+# reason and shifted queue positions are rewritten for the whole queue at most this often
+# (seconds), so a queue of thousands is not rewritten every cycle. 0 = every cycle.
+PENDING_REASON_REFRESH = float(os.environ.get("PENDING_REASON_REFRESH", "5"))
 # /metrics is open by default, like most Prometheus targets; set to require a signed-in
 # user or an API token.
 METRICS_REQUIRE_AUTH = env_bool("METRICS_REQUIRE_AUTH", False)

@@ -2,8 +2,9 @@
 
 Django's `bulk_update` builds a CASE WHEN expression per row and field; resolving those
 expressions costs seconds for a few thousand rows. A cycle updates many rows with different
-values, so here every row is one parameterised UPDATE sent with `executemany`, which the
-database drivers pipeline (psycopg) or run in a tight loop (sqlite3).
+values, so here rows are written by primary key with one `UPDATE ... FROM (VALUES ...)`
+statement per 500 rows on PostgreSQL, and with `executemany` of a parameterised UPDATE
+elsewhere (sqlite3 runs it in a tight loop).
 """
 
 from __future__ import annotations
@@ -12,21 +13,47 @@ from collections.abc import Sequence
 
 from django.db import connection, models
 
+ROWS_PER_STATEMENT = 500
+
 
 def update_rows(objs: Sequence[models.Model], fields: Sequence[str]) -> int:
     """Write `fields` of every object in `objs` (all of one model) by primary key."""
     if not objs:
         return 0
-    model = type(objs[0])
-    meta = model._meta
+    meta = type(objs[0])._meta
     concrete = [meta.get_field(name) for name in fields]
+    rows = [
+        [obj.pk] + [f.get_db_prep_save(getattr(obj, f.attname), connection) for f in concrete]
+        for obj in objs
+    ]
+    if connection.vendor == "postgresql":
+        _update_from_values(meta, concrete, rows)
+    else:
+        _update_each(meta, concrete, rows)
+    return len(rows)
+
+
+def _update_from_values(meta, concrete, rows) -> None:
+    qn = connection.ops.quote_name
+    table, pk = qn(meta.db_table), qn(meta.pk.column)
+    columns = [qn(f.column) for f in concrete]
+    casts = [meta.pk.db_type(connection)] + [f.db_type(connection) for f in concrete]
+    row_sql = "(" + ", ".join(f"%s::{cast}" for cast in casts) + ")"
+    assignments = ", ".join(f"{c} = v.{c}" for c in columns)
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), ROWS_PER_STATEMENT):
+            chunk = rows[start : start + ROWS_PER_STATEMENT]
+            sql = (
+                f"UPDATE {table} AS t SET {assignments} "
+                f"FROM (VALUES {', '.join([row_sql] * len(chunk))}) "
+                f"AS v({pk}, {', '.join(columns)}) WHERE t.{pk} = v.{pk}"
+            )
+            cursor.execute(sql, [value for row in chunk for value in row])
+
+
+def _update_each(meta, concrete, rows) -> None:
     qn = connection.ops.quote_name
     assignments = ", ".join(f"{qn(f.column)} = %s" for f in concrete)
     sql = f"UPDATE {qn(meta.db_table)} SET {assignments} WHERE {qn(meta.pk.column)} = %s"
-    params = [
-        [f.get_db_prep_save(getattr(obj, f.attname), connection) for f in concrete] + [obj.pk]
-        for obj in objs
-    ]
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
-    return len(params)
+        cursor.executemany(sql, [[*row[1:], row[0]] for row in rows])

@@ -101,7 +101,7 @@ def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
     pause("before_apply")
     with transaction.atomic():
         t_decisions = time.perf_counter()
-        outcome = apply_decisions(live, result, now=started)
+        outcome = apply_decisions(live, result, now=started, refresh_all=_refresh_due())
         t_queues = time.perf_counter()
         queue_rows = write_queue_states(live, result)
         usage_start = runtime.usage_due(started)
@@ -143,6 +143,15 @@ def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
     if outcome.dropped:
         triggers.want_follow_up()  # decide again on what changed under this cycle
     return CycleReport(ran=True, record=record, outcome=outcome, completed=completed)
+
+
+def _refresh_due() -> bool:
+    """Whether this cycle rewrites every pending reason and position (at most once per
+    PENDING_REASON_REFRESH seconds; cycles run one at a time, so a cache mark suffices)."""
+    interval = settings.PENDING_REASON_REFRESH
+    if interval <= 0:
+        return True
+    return cache.add(f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh", 1, timeout=interval)
 
 
 def _held_gpus(live: LiveSnapshot):

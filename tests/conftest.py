@@ -9,6 +9,7 @@ from tests import factories
 @pytest.fixture(autouse=True)
 def _no_autorun_cycles(settings):
     settings.SCHEDULER_AUTORUN = False
+    settings.PENDING_REASON_REFRESH = 0  # every cycle rewrites reasons unless a test says
 
 
 @pytest.fixture(autouse=True)

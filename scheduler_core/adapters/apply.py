@@ -72,8 +72,11 @@ def _chunks(ids: list[int]) -> Iterable[list[int]]:
 class Applier:
     """Applies one CycleResult to the database (call inside transaction.atomic())."""
 
-    def __init__(self, live: LiveSnapshot, result: CycleResult, now: datetime) -> None:
+    def __init__(
+        self, live: LiveSnapshot, result: CycleResult, now: datetime, refresh_all: bool = True
+    ) -> None:
         self.live = live
+        self.refresh_all = refresh_all
         self.result = result
         self.now = now
         self.outcome = ApplyOutcome()
@@ -280,9 +283,18 @@ class Applier:
             row = self.live.workloads.get(int(key))
             if row is None:
                 continue
-            if (row.pending_reason, row.pending_reason_kind, row.queue_position) != (
+            if (row.pending_reason, row.pending_reason_kind, row.queue_position) == (
                 info.reason, info.reason_kind, info.queue_position
             ):  # fmt: skip
+                continue
+            # A new reason kind (or a first position) is written at once; changed numbers
+            # and shifted positions wait for the next full refresh, so a long queue is
+            # not rewritten row by row every cycle.
+            if (
+                self.refresh_all
+                or row.pending_reason_kind != info.reason_kind
+                or row.queue_position is None
+            ):
                 changed.append(key)
         return changed
 
@@ -330,6 +342,12 @@ def _placements(decision: Decision) -> tuple[PodPlacement, ...]:
     return ()
 
 
-def apply_decisions(live: LiveSnapshot, result: CycleResult, *, now: datetime) -> ApplyOutcome:
-    """Apply a cycle's decisions, pending reasons and positions (inside a transaction)."""
-    return Applier(live, result, now).run()
+def apply_decisions(
+    live: LiveSnapshot, result: CycleResult, *, now: datetime, refresh_all: bool = True
+) -> ApplyOutcome:
+    """Apply a cycle's decisions, pending reasons and positions (inside a transaction).
+
+    With `refresh_all` False, pending rows whose reason kind is unchanged keep their stored
+    reason text and position until a later cycle refreshes them all.
+    """
+    return Applier(live, result, now, refresh_all).run()

@@ -68,6 +68,34 @@ def test_pending_reason_and_position_are_written_once(cluster, submit):
     assert SchedulingEvent.objects.filter(type=EventType.PENDING_REASON).count() == reason_events
 
 
+def test_a_long_queue_is_not_rewritten_every_cycle(cluster, submit, settings):
+    """Shifted positions wait for the periodic refresh; a first position never waits."""
+    from django.core.cache import cache
+
+    settings.PENDING_REASON_REFRESH = 60
+    cache.delete(f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh")
+    running = [submit("vision", f"big-{i}", gpus=8) for i in range(2)]
+    for i in range(3):
+        submit("vision", f"wait-{i}", gpus=8)
+    assert run_cycle().outcome.reasons_written == 3  # the first cycle refreshes everything
+    Workload.objects.filter(pk=running[0].pk).update(status=WorkloadStatus.COMPLETED)
+    Allocation.objects.filter(workload=running[0]).delete()
+    submit("vision", "late", gpus=8)
+    report = run_cycle()  # wait-0 starts; the others move up one place
+    positions = dict(
+        Workload.objects.filter(status="pending").values_list("name", "queue_position")
+    )
+    assert positions["late"] == 3  # new in the queue: written at once
+    assert positions["wait-1"] == 2 and positions["wait-2"] == 3  # stale until the refresh
+    assert report.outcome.reasons_written == 1
+    cache.delete(f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh")  # the refresh is due
+    run_cycle()
+    positions = dict(
+        Workload.objects.filter(status="pending").values_list("name", "queue_position")
+    )
+    assert positions == {"wait-1": 1, "wait-2": 2, "late": 3}
+
+
 def test_queue_states_show_each_queues_figures(cluster, submit):
     submit("vision", "a", gpus=8)
     submit("nlp", "b", gpus=2)

@@ -57,3 +57,36 @@ def _update_each(meta, concrete, rows) -> None:
     sql = f"UPDATE {qn(meta.db_table)} SET {assignments} WHERE {qn(meta.pk.column)} = %s"
     with connection.cursor() as cursor:
         cursor.executemany(sql, [[*row[1:], row[0]] for row in rows])
+
+
+def update_pending_reasons(rows: Sequence[tuple[int, int, str, str, int | None]]) -> int:
+    """Write (pk, version, reason, reason kind, queue position) of pending workloads, each
+    only if the workload is still pending at that version: no row locks are taken, and a
+    workload a user changed meanwhile keeps their change. Returns the rows submitted."""
+    if not rows:
+        return 0
+    qn = connection.ops.quote_name
+    table = qn("scheduler_core_workload")
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            row_sql = "(%s::bigint, %s::integer, %s::text, %s::varchar, %s::integer)"
+            for start in range(0, len(rows), ROWS_PER_STATEMENT):
+                chunk = rows[start : start + ROWS_PER_STATEMENT]
+                cursor.execute(
+                    f"UPDATE {table} AS t SET pending_reason = v.reason, "
+                    "pending_reason_kind = v.kind, queue_position = v.position "
+                    f"FROM (VALUES {', '.join([row_sql] * len(chunk))}) "
+                    "AS v(id, version, reason, kind, position) "
+                    "WHERE t.id = v.id AND t.version = v.version AND t.status = 'pending'",
+                    [value for row in chunk for value in row],
+                )
+        else:
+            cursor.executemany(
+                f"UPDATE {table} SET pending_reason = %s, pending_reason_kind = %s, "
+                "queue_position = %s WHERE id = %s AND version = %s AND status = 'pending'",
+                [
+                    (reason, kind, position, pk, version)
+                    for pk, version, reason, kind, position in rows
+                ],
+            )
+    return len(rows)

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler_core.adapters.snapshot import AllocationRow, LiveSnapshot, WorkloadRow
-from scheduler_core.bulk_writes import update_rows
+from scheduler_core.bulk_writes import update_pending_reasons, update_rows
 from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.engine import (
     EVICT_FAULT,
@@ -89,6 +89,7 @@ class Applier:
         self.deleted_allocations: list[int] = []
         self.evented: set[int] = set()
         self.dirty: set[int] = set()
+        self.refreshed: list[str] = []
 
     # --- locking and checks -----------------------------------------------------------
 
@@ -104,7 +105,8 @@ class Applier:
             ):  # fmt: skip
                 self.node_current[pk] = (version, state)
         ids = {int(d.workload) for d in self.result.decisions}
-        ids.update(int(pk) for pk in self._changed_pending())
+        explained, self.refreshed = self._changed_pending()
+        ids.update(int(pk) for pk in explained)
         for chunk in _chunks(sorted(ids)):
             for w in Workload.objects.select_for_update().filter(pk__in=chunk).order_by("pk"):
                 self.instances[w.pk] = w
@@ -277,8 +279,12 @@ class Applier:
 
     # --- pending reasons and positions ----------------------------------------------------
 
-    def _changed_pending(self) -> list[str]:
-        changed = []
+    def _changed_pending(self) -> tuple[list[str], list[str]]:
+        """Pending workloads whose stored reason or position is out of date, split into
+        those that get a new reason kind or a first position (locked, written with an
+        event) and those whose numbers or place merely moved (written without locks,
+        guarded by their version, and only when a full refresh is due)."""
+        explained, refreshed = [], []
         for key, info in self.result.pending.items():
             row = self.live.workloads.get(int(key))
             if row is None:
@@ -287,16 +293,11 @@ class Applier:
                 info.reason, info.reason_kind, info.queue_position
             ):  # fmt: skip
                 continue
-            # A new reason kind (or a first position) is written at once; changed numbers
-            # and shifted positions wait for the next full refresh, so a long queue is
-            # not rewritten row by row every cycle.
-            if (
-                self.refresh_all
-                or row.pending_reason_kind != info.reason_kind
-                or row.queue_position is None
-            ):
-                changed.append(key)
-        return changed
+            if row.pending_reason_kind != info.reason_kind or row.queue_position is None:
+                explained.append(key)
+            elif self.refresh_all:
+                refreshed.append(key)
+        return explained, refreshed
 
     def _write_pending(self) -> None:
         for key, info in self.result.pending.items():
@@ -317,6 +318,15 @@ class Applier:
                     EventType.PENDING_REASON, w, [], reason=info.reason,
                     details={"kind": info.reason_kind, "queue_position": info.queue_position},
                 )  # fmt: skip
+        rows = []
+        for key in self.refreshed:
+            pk = int(key)
+            if pk in self.instances:
+                continue  # decided on this cycle: written above
+            info = self.result.pending[key]
+            row = self.live.workloads[pk]
+            rows.append((pk, row.version, info.reason, info.reason_kind, info.queue_position))
+        self.outcome.reasons_written += update_pending_reasons(rows)
 
     # --- writing --------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from django.db.models import Q
@@ -144,20 +145,31 @@ def _pool_config(pool: NodePool) -> PoolConfig:
 
 
 def _groups(row: dict[str, Any]) -> tuple[PodGroupSpec, ...]:
-    groups = row["groups"] or [
-        {"name": "main", "pods": row["pods"], "min_pods": row["min_pods"], "gpus": row["gpus"],
-         "cpu": row["cpu"], "memory": row["memory"]}
-    ]  # fmt: skip
+    if not row["groups"]:
+        return _group_specs(
+            (("main", row["pods"], row["min_pods"], row["gpus"], row["cpu"], row["memory"]),)
+        )
+    return _group_specs(
+        tuple(
+            (g["name"], g["pods"], g.get("min_pods", g["pods"]), g.get("gpus", 0),
+             g.get("cpu", 0), g.get("memory", 0))
+            for g in row["groups"]
+        )
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def _group_specs(shapes: tuple[tuple[Any, ...], ...]) -> tuple[PodGroupSpec, ...]:
+    """Pod groups by shape: thousands of workloads share a few shapes, and the specs are
+    frozen, so one object per shape serves them all."""
     return tuple(
         PodGroupSpec(
-            name=str(g["name"]),
-            pods=int(g["pods"]),
-            min_pods=int(g.get("min_pods", g["pods"])),
-            request=Resources(
-                float(g.get("gpus", 0)), float(g.get("cpu", 0)), float(g.get("memory", 0))
-            ),
+            name=str(name),
+            pods=int(pods),
+            min_pods=int(min_pods),
+            request=Resources(float(gpus), float(cpu), float(memory)),
         )
-        for g in groups
+        for name, pods, min_pods, gpus, cpu, memory in shapes
     )
 
 

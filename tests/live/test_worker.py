@@ -119,7 +119,14 @@ def test_a_quota_change_reclaims_and_the_victim_hears_of_it(cluster, submit, sta
     listener.until(lambda evs: all(_has(EventType.ALLOCATED, b.pk)(evs) for b in borrowers))
     project_set_quota(user=cluster["admin"], project=cluster["nlp"], pool=cluster["pool"], gpus=0)
     owner = submit("vision", "owner", gpus=8)
-    events = listener.until(_has(EventType.ALLOCATED, owner.pk))
+    # Groups are sent to concurrently, so the victim's event (project-nlp) may arrive
+    # after the owner's (project-vision): wait for both.
+    events = listener.until(
+        lambda evs: (
+            _has(EventType.ALLOCATED, owner.pk)(evs)
+            and any(e["type"] == EventType.PREEMPTED for e in evs)
+        )
+    )
     preempted = [e for e in events if e["type"] == EventType.PREEMPTED]
     assert len(preempted) == 1
     assert preempted[0]["details"]["kind"] == "reclaim"

@@ -230,6 +230,12 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# Scenario files for what-if runs may be a few MB of YAML/JSON.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# A retried POST with the same Idempotency-Key is answered from its stored response for
+# this long (seconds); older keys are pruned by the runtime tick.
+IDEMPOTENCY_KEY_RETENTION = float(os.environ.get("IDEMPOTENCY_KEY_RETENTION", str(86400)))
+
 # --- Security when DEBUG is off -----------------------------------------------------------
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"

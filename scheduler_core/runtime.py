@@ -30,7 +30,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from scheduler_core.choices import NodeState, WorkloadStatus
-from scheduler_core.models import CycleRecord, Node, NodePool, UsageSample, Workload
+from scheduler_core.models import CycleRecord, IdempotencyKey, Node, NodePool, UsageSample, Workload
 from scheduler_core.services.cluster import node_mark_down
 from scheduler_core.services.runtime import Completion, workloads_complete
 
@@ -174,12 +174,16 @@ def record_usage(
 
 
 def prune_history(now: datetime) -> None:
-    """Drop cycle records past their retention and usage older than every pool's window."""
+    """Drop cycle records and idempotency keys past their retention, and usage older than
+    every pool's window."""
     CycleRecord.objects.filter(
         started_at__lt=now - timedelta(seconds=settings.CYCLE_RECORD_RETENTION)
     ).delete()
     longest = NodePool.objects.aggregate(w=Max("time_based_window"))["w"] or 0
     UsageSample.objects.filter(interval_end__lt=now - timedelta(seconds=longest)).delete()
+    IdempotencyKey.objects.filter(
+        created_at__lt=now - timedelta(seconds=settings.IDEMPOTENCY_KEY_RETENTION)
+    ).delete()
 
 
 def _prune_now() -> bool:

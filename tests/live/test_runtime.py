@@ -158,3 +158,25 @@ def test_a_cycle_records_usage_per_queue_per_pool_once_per_interval(cluster, set
     run_cycle(now=later)
     assert UsageSample.objects.count() == 8
     assert Workload.objects.filter(status=WorkloadStatus.RUNNING).count() == 2
+
+
+def test_housekeeping_drops_old_cycle_records_and_idempotency_keys(cluster, settings):
+    from scheduler_core.models import CycleRecord, IdempotencyKey
+
+    now = timezone.now()
+    settings.CYCLE_RECORD_RETENTION = 3600
+    settings.IDEMPOTENCY_KEY_RETENTION = 3600
+    CycleRecord.objects.create(started_at=now - timedelta(hours=2), duration_seconds=0.1)
+    CycleRecord.objects.create(started_at=now, duration_seconds=0.1)
+    old = IdempotencyKey.objects.create(
+        user=cluster["researcher"], key="old", request_hash="x", response_status=201,
+        response_body={},
+    )  # fmt: skip
+    IdempotencyKey.objects.filter(pk=old.pk).update(created_at=now - timedelta(hours=2))
+    IdempotencyKey.objects.create(
+        user=cluster["researcher"], key="new", request_hash="x", response_status=201,
+        response_body={},
+    )  # fmt: skip
+    runtime.prune_history(now)
+    assert CycleRecord.objects.count() == 1
+    assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["new"]

@@ -114,7 +114,7 @@ class Command(BaseCommand):
                         "config",
                         "worker",
                         "--loglevel",
-                        "INFO",
+                        os.environ.get("WORKER_LOGLEVEL", "WARNING"),
                         "--concurrency",
                         os.environ.get("WORKER_CONCURRENCY", "2"),
                         "--hostname",

@@ -15,7 +15,10 @@ Snapshot (frozen dataclasses, string keys everywhere):
   `fits_in`, `to_dict`.
 - `PoolConfig(name, policy, placement, preemption, consolidation,
   max_consolidation_evaluations, min_guaranteed_runtime, over_quota_weight_from_quota,
-  fairshare_mode, time_based_window, time_based_half_life, time_based_k)`.
+  fairshare_mode, time_based_window, time_based_half_life, time_based_k,
+  max_reclaims_per_cycle, max_preemptions_per_cycle)`. The last two pace evictions:
+  at most that many pending workloads start by reclaim / by preemption per pool and
+  cycle (default 100 each, None = no bound); the next cycle carries on.
 - `NodeSpec(name, pool, gpus, cpu, memory, labels, state)`; cpu/memory None = unlimited;
   state ready|cordoned|down.
 - `QueueSpec(name, parent, rank, over_quota_weight, quota, limit, creation_order)`:
@@ -29,7 +32,9 @@ Snapshot (frozen dataclasses, string keys everywhere):
 - `ClusterSnapshot(now, pools, nodes, queues, workloads, usage, plugins)`.
 
 Running:
-- `run_cycle(snapshot) -> CycleResult`: one cycle.
+- `run_cycle(snapshot) -> CycleResult`: one cycle. Deterministic: the same snapshot
+  gives the same result in any process. `python -m scheduler_core.engine.bench` times
+  it on synthetic clusters up to 5,000 nodes / 50,000 workloads.
 - `apply_result(snapshot, result) -> ClusterSnapshot`: the state after the decisions.
 - `run_until_stable(snapshot) -> (snapshot, [CycleResult])`: cycles to a fixed point.
 

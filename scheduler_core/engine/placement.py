@@ -117,6 +117,19 @@ def place_pods(
 
 def describe_misfit(pool: PoolIndex, w: WorkloadState, counts: dict[str, int]) -> str:
     """Why `counts` pods of `w` do not fit in `pool`, naming numbers."""
+    # many pending workloads share a shape: word it once per state of the pool
+    key = (
+        "misfit",
+        tuple((grp.gpus, grp.cpu, grp.memory, counts.get(grp.name, 0)) for grp in w.groups),
+        tuple(sorted(w.selector.items())) if w.selector else (),
+    )
+    text = pool.cached_reason(key)
+    if text is None:
+        text = pool.keep_reason(key, _describe_misfit(pool, w, counts))
+    return text
+
+
+def _describe_misfit(pool: PoolIndex, w: WorkloadState, counts: dict[str, int]) -> str:
     need = sum(grp.gpus * counts.get(grp.name, 0) for grp in w.groups)
     free = pool.free_gpus
     if not pool.ready_nodes:

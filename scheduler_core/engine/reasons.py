@@ -28,6 +28,15 @@ def fairshare_blocked(
     session: Session, w: WorkloadState, queue: str, level: str, pool: str, extra: Vec
 ) -> str:
     """Why a queue over its fairshare waits: figures of the resource that is over."""
+    index = session.pools[pool]
+    cache_key = ("fairshare", queue, level, extra[0], extra[1], extra[2])
+    text = index.cached_reason(cache_key)
+    if text is None:
+        text = index.keep_reason(cache_key, _fairshare_blocked(session, queue, level, pool, extra))
+    return text
+
+
+def _fairshare_blocked(session: Session, queue: str, level: str, pool: str, extra: Vec) -> str:
     key = (queue, pool)
     acc = session.acc.get(key, [0.0, 0.0, 0.0])
     fair = session.fair.get(key, [0.0, 0.0, 0.0])

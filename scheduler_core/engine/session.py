@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from operator import attrgetter
 
 from scheduler_core.engine.decisions import (
     EVICT_FAULT,
@@ -30,7 +31,7 @@ from scheduler_core.engine.fairshare import (
     decayed_usage,
     divide,
 )
-from scheduler_core.engine.plugins import Plugin, build_plugins
+from scheduler_core.engine.plugins import Plugin, answering, build_plugins
 from scheduler_core.engine.resources import EPSILON, UNLIMITED, Resources, format_amount
 from scheduler_core.engine.snapshot import (
     FAIRSHARE_TIME_BASED,
@@ -46,48 +47,154 @@ from scheduler_core.engine.statement import Statement
 Vec = list[float]
 
 
+class ReclaimEntry:
+    """A queue that may give something back in a pool, as of the last look: its
+    department, the GPUs it holds above its deserved quota (`spare`), whether it is
+    over its fairshare, whether it could give anything at all when victims may be
+    taken down to deserved quota (`gives_to_deserved`), and its preemptible running
+    workloads in victim order (`victims`, the elastic ones also in `elastic`).
+    `seq` orders entries by when they were (re)indexed."""
+
+    __slots__ = (
+        "department",
+        "elastic",
+        "gives_to_deserved",
+        "keyed",
+        "over_fair",
+        "queue",
+        "seq",
+        "spare",
+        "victims",
+    )
+
+    def __init__(
+        self,
+        queue: str,
+        department: str,
+        spare: float,
+        over_fair: bool,
+        gives_to_deserved: bool,
+        victims: list[WorkloadState],
+    ) -> None:
+        self.queue = queue
+        self.department = department
+        self.spare = spare
+        self.over_fair = over_fair
+        self.gives_to_deserved = gives_to_deserved
+        self.victims = victims
+        self.elastic = [v for v in victims if v.elastic]
+        self.seq = 0
+        # victims with their merge keys (see actions/reclaim.py), made when needed
+        self.keyed: list[tuple[int, tuple[float, ...], int, WorkloadState]] | None = None
+
+
+def entry_seq(entry: ReclaimEntry) -> int:
+    """Sort key: index order."""
+    return entry.seq
+
+
 class ReclaimIndex:
     """Per pool: the queues that may give something back, kept up to date lazily from
-    the queues touched since the last look, with the GPUs they could give (above
-    their deserved quota) summed overall and per department."""
+    the queues touched since the last look, grouped by department, with the GPUs they
+    could give (above their deserved quota) summed overall and per department, and
+    whether each department could give anything (cached until one of its queues is
+    touched)."""
 
-    __slots__ = ("entries", "spare_des", "spare_fair")
+    __slots__ = ("by_department", "department_gives", "entries", "seq", "spare_des", "spare_fair")
 
     def __init__(self) -> None:
-        # queue -> (department, spare GPUs, over fairshare?, victims in order)
-        self.entries: dict[str, tuple[str, float, bool, list[WorkloadState]]] = {}
+        # queue -> entry, in the order the queues were last (re)indexed
+        self.entries: dict[str, ReclaimEntry] = {}
+        # department -> its queues' entries, in the same order
+        self.by_department: dict[str, dict[str, ReclaimEntry]] = {}
+        # (department, victims may go down to deserved quota) -> could it give anything
+        self.department_gives: dict[tuple[str, bool], bool] = {}
+        self.seq = 0
         # totals of spare GPUs: [overall, per department], for queues over fairshare
         # and for queues only over deserved quota
         self.spare_fair: dict[str, float] = {}
         self.spare_des: dict[str, float] = {}
+
+    def touched(self, department: str) -> None:
+        """A queue of `department` changed: forget what was cached about it."""
+        self.department_gives.pop((department, False), None)
+        self.department_gives.pop((department, True), None)
 
     def remove(self, queue: str) -> None:
         """Forget `queue` (and take its spare out of the totals)."""
         old = self.entries.pop(queue, None)
         if old is None:
             return
-        dept, spare, over_fair, _ = old
-        totals = self.spare_fair if over_fair else self.spare_des
-        totals[""] -= spare
-        totals[dept] -= spare
+        del self.by_department[old.department][queue]
+        totals = self.spare_fair if old.over_fair else self.spare_des
+        totals[""] -= old.spare
+        totals[old.department] -= old.spare
 
-    def add(
-        self, queue: str, dept: str, spare: float, over_fair: bool, victims: list[WorkloadState]
-    ) -> None:
-        """Record `queue` as able to give back `spare` GPUs."""
-        self.entries[queue] = (dept, spare, over_fair, victims)
-        totals = self.spare_fair if over_fair else self.spare_des
-        totals[""] = totals.get("", 0.0) + spare
-        totals[dept] = totals.get(dept, 0.0) + spare
+    def add(self, entry: ReclaimEntry) -> None:
+        """Record `entry.queue` as able to give back `entry.spare` GPUs."""
+        self.seq += 1
+        entry.seq = self.seq
+        self.entries[entry.queue] = entry
+        self.by_department.setdefault(entry.department, {})[entry.queue] = entry
+        totals = self.spare_fair if entry.over_fair else self.spare_des
+        totals[""] = totals.get("", 0.0) + entry.spare
+        totals[entry.department] = totals.get(entry.department, 0.0) + entry.spare
 
 
 Key = tuple[str, str]  # (queue, pool)
+
+
+class QueueContext:
+    """What binding a pod of one workload in one pool touches: its (project, pool)
+    key, the pool, the allocation vectors of its project and department (and their
+    non-preemptible parts for non-preemptible work), and the running-workload maps.
+    Cached per workload and pool so that binding does not look these up each time."""
+
+    __slots__ = (
+        "all_acc",
+        "dept_acc",
+        "dept_np",
+        "key",
+        "pool",
+        "project_acc",
+        "project_np",
+        "running_pool",
+        "running_queue",
+    )
+
+    def __init__(
+        self,
+        key: Key,
+        pool: PoolIndex,
+        project_acc: Vec,
+        dept_acc: Vec,
+        project_np: Vec | None,
+        dept_np: Vec | None,
+        running_queue: dict[str, WorkloadState],
+        running_pool: dict[str, WorkloadState],
+    ) -> None:
+        self.key = key
+        self.pool = pool
+        self.project_acc = project_acc
+        self.dept_acc = dept_acc
+        self.project_np = project_np
+        self.dept_np = dept_np
+        self.all_acc: tuple[Vec, ...] = (project_acc, dept_acc)
+        if project_np is not None and dept_np is not None:
+            self.all_acc = (project_acc, dept_acc, project_np, dept_np)
+        self.running_queue = running_queue
+        self.running_pool = running_pool
+
+
 RES_LABEL = ("GPUs", "CPU cores", "GiB of memory")
 
 
 def _partial(used: float) -> int:
     """1 when a device holds fractions and still has room, else 0."""
     return 1 if EPSILON < used < 1.0 - EPSILON else 0
+
+
+_order_key = attrgetter("order_key")
 
 
 def _vec(r: Resources) -> Vec:
@@ -106,6 +213,11 @@ class Session:
         self.snapshot = snapshot
         self.now = snapshot.now
         self.plugins: list[Plugin] = build_plugins(snapshot.plugins)
+        # per hook, only the plugins that can answer it (see plugins.answering)
+        self.job_order_plugins = answering(self.plugins, "job_order_key")
+        self.victim_order_plugins = answering(self.plugins, "victim_order_key")
+        self.gang_plugins = answering(self.plugins, "gang_counts")
+        self.protection_plugins = answering(self.plugins, "protected_until")
         self.commits = 0
         self.nodes: dict[str, NodeState] = {}
         by_pool: dict[str, list[NodeState]] = {p.name: [] for p in snapshot.pools}
@@ -127,26 +239,32 @@ class Session:
         self.running_by_pool: dict[str, dict[str, WorkloadState]] = {p: {} for p in self.pools}
         self.running_by_queue: dict[Key, dict[str, WorkloadState]] = {}
         self.victim_keys: dict[str, tuple[float, ...]] = {}
+        self.job_keys: dict[str, tuple[float, ...]] = {}
         # preemptible running workloads per (queue, pool), in victim order; dropped
         # whenever that queue binds or unbinds a pod
         self.queue_victims: dict[Key, list[WorkloadState]] = {}
         self.gang_cache: dict[str, dict[str, int]] = {}
         # queues touched since the reclaim index last looked (see actions/reclaim.py)
-        self.dirty_queues: set[Key] = set()
+        self.dirty_queues: dict[Key, str] = {}  # (project, pool) -> its department
         self.reclaim_index: dict[str, ReclaimIndex] = {}
         self.gang_request_cache: dict[str, Vec] = {}
         self._candidates: dict[str, list[str]] = {}
+        self._all_pools = list(self.pools)
         self._protection: dict[str, float | None] = {}
         self.workloads: dict[str, WorkloadState] = {}
         self.reasons: dict[str, dict[str, tuple[str, str]]] = {}
+        queues = self.queues
+        workloads = self.workloads
         for wspec in snapshot.workloads:
-            project = self.queues.get(wspec.project)
+            project = queues.get(wspec.project)
             dept = project.parent if project is not None and project.parent else wspec.project
             w = WorkloadState(wspec, dept)
-            self.workloads[w.id] = w
-            pods = list(w.pods)
+            workloads[w.id] = w
+            if not w.pods:
+                continue
+            pods = w.pods
             w.pods = []
-            if pods and w.pool is None:
+            if w.pool is None:
                 w.pool = self.nodes[pods[0].node].pool
             for pod in pods:
                 self.bind_pod(w, self._with_devices(w, pod), len(w.pods))
@@ -154,6 +272,8 @@ class Session:
         self.deserved: dict[Key, Vec] = {}
         self.limit: dict[Key, Vec] = {}
         self.fair: dict[Key, Vec] = {}
+        # (queue, pool) with a finite limit on some resource
+        self.limited: set[Key] = set()
         self.requested: dict[Key, Vec] = {}
         self.compute_fairshare()
 
@@ -173,7 +293,7 @@ class Session:
             if w.spec.pools:
                 found = [p for p in w.spec.pools if p in self.pools]
             else:
-                found = list(self.pools)
+                found = self._all_pools  # shared: callers only read it
             self._candidates[w.id] = found
         return found
 
@@ -197,83 +317,146 @@ class Session:
         order = sorted(range(node.gpus), key=lambda i: (node.dev_used[i] > EPSILON, i))
         return PodPlacement(pod.group, pod.node, tuple(sorted(order[:k])), 1.0)
 
+    def _queue_context(self, w: WorkloadState, pool: str) -> QueueContext:
+        """What binding a pod of `w` in `pool` updates (created on first use)."""
+        ctx = w.contexts.get(pool)
+        if ctx is None:
+            key = (w.project, pool)
+            dkey = (w.department, pool)
+            acc = self.acc
+            project_acc = acc.get(key)
+            if project_acc is None:
+                project_acc = acc[key] = [0.0, 0.0, 0.0]
+            dept_acc = acc.get(dkey)
+            if dept_acc is None:
+                dept_acc = acc[dkey] = [0.0, 0.0, 0.0]
+            project_np: Vec | None = None
+            dept_np: Vec | None = None
+            if not w.preemptible:
+                project_np = self.acc_np.get(key)
+                if project_np is None:
+                    project_np = self.acc_np[key] = [0.0, 0.0, 0.0]
+                dept_np = self.acc_np.get(dkey)
+                if dept_np is None:
+                    dept_np = self.acc_np[dkey] = [0.0, 0.0, 0.0]
+            running = self.running_by_queue.get(key)
+            if running is None:
+                running = self.running_by_queue[key] = {}
+            ctx = QueueContext(
+                key,
+                self.pools[pool],
+                project_acc,
+                dept_acc,
+                project_np,
+                dept_np,
+                running,
+                self.running_by_pool[pool],
+            )
+            w.contexts[pool] = ctx
+        return ctx
+
     def bind_pod(self, w: WorkloadState, pod: PodPlacement, index: int) -> None:
         """Account one pod of `w` on its node (used by statements)."""
         node = self.nodes[pod.node]
-        grp = w.group(pod.group)
-        pool = self.pools[node.pool]
+        grp = w.group_map[pod.group]
+        ctx = self._queue_context(w, node.pool)
+        g = grp.gpus
+        c = grp.cpu
+        m = grp.memory
+        ready = node.ready
         old_whole = node.free_whole
-        old_partial = node.has_partial_device() if node.ready else False
+        old_partial = node.partial_count > 0
+        fraction = pod.gpu_fraction
+        dev_used = node.dev_used
         for d in pod.devices:
-            before = node.dev_used[d]
-            after = before + pod.gpu_fraction
-            node.dev_used[d] = after
+            before = dev_used[d]
+            after = before + fraction
+            dev_used[d] = after
             if before <= EPSILON:
                 node.free_whole -= 1
             node.partial_count += _partial(after) - _partial(before)
-        node.used_cpu += grp.cpu
-        node.used_mem += grp.memory
-        if node.ready:
-            pool.free_gpus -= grp.gpus
-            pool.reindex(node, old_whole, old_partial)
-        node.workloads[w.id] = node.workloads.get(w.id, 0) + 1
-        self.queue_victims.pop((w.project, node.pool), None)
-        self.dirty_queues.add((w.project, node.pool))
+        node.used_cpu += c
+        node.used_mem += m
+        pool = ctx.pool
+        pool.version += 1
+        if ready:
+            pool.free_gpus -= g
+            if old_whole != node.free_whole or old_partial != (node.partial_count > 0):
+                pool.reindex(node, old_whole, old_partial)
+        wid = w.id
+        here = node.workloads
+        here[wid] = here.get(wid, 0) + 1
+        key = ctx.key
+        self.queue_victims.pop(key, None)
+        self.dirty_queues[key] = w.department
         w.pods.insert(index, pod)
         w.counts[pod.group] += 1
-        self._account(w, node.pool, grp.gpus, grp.cpu, grp.memory)
-        self.running_by_pool[node.pool][w.id] = w
-        self.running_by_queue.setdefault((w.project, node.pool), {})[w.id] = w
-
-    def unbind_pod(self, w: WorkloadState, pod: PodPlacement) -> None:
-        """Remove one pod of `w` from its node (used by statements)."""
-        node = self.nodes[pod.node]
-        grp = w.group(pod.group)
-        pool = self.pools[node.pool]
-        old_whole = node.free_whole
-        old_partial = node.has_partial_device() if node.ready else False
-        for d in pod.devices:
-            before = node.dev_used[d]
-            after = before - pod.gpu_fraction
-            if after <= EPSILON:
-                after = 0.0
-                node.free_whole += 1
-            node.dev_used[d] = after
-            node.partial_count += _partial(after) - _partial(before)
-        node.used_cpu -= grp.cpu
-        node.used_mem -= grp.memory
-        if node.ready:
-            pool.free_gpus += grp.gpus
-            pool.reindex(node, old_whole, old_partial)
-        left = node.workloads[w.id] - 1
-        if left:
-            node.workloads[w.id] = left
-        else:
-            del node.workloads[w.id]
-        w.pods.remove(pod)
-        self.queue_victims.pop((w.project, node.pool), None)
-        self.dirty_queues.add((w.project, node.pool))
-        w.counts[pod.group] -= 1
-        self._account(w, node.pool, -grp.gpus, -grp.cpu, -grp.memory)
-        if not w.pods:
-            self.running_by_pool[node.pool].pop(w.id, None)
-            self.running_by_queue[(w.project, node.pool)].pop(w.id, None)
-
-    def _account(self, w: WorkloadState, pool: str, g: float, c: float, m: float) -> None:
-        for key in ((w.project, pool), (w.department, pool)):
-            acc = self.acc.get(key)
-            if acc is None:
-                acc = self.acc[key] = [0.0, 0.0, 0.0]
+        for acc in (ctx.project_acc, ctx.dept_acc) if ctx.project_np is None else ctx.all_acc:
             acc[0] += g
             acc[1] += c
             acc[2] += m
-            if not w.preemptible:
-                np_acc = self.acc_np.get(key)
-                if np_acc is None:
-                    np_acc = self.acc_np[key] = [0.0, 0.0, 0.0]
-                np_acc[0] += g
-                np_acc[1] += c
-                np_acc[2] += m
+        ctx.running_pool[wid] = w
+        ctx.running_queue[wid] = w
+
+    def unbind_pod(self, w: WorkloadState, pod: PodPlacement, index: int | None = None) -> None:
+        """Remove one pod of `w` from its node (used by statements); `index` is where
+        it sits in `w.pods` when the caller knows."""
+        node = self.nodes[pod.node]
+        grp = w.group_map[pod.group]
+        ctx = self._queue_context(w, node.pool)
+        g = grp.gpus
+        c = grp.cpu
+        m = grp.memory
+        old_whole = node.free_whole
+        old_partial = node.partial_count > 0
+        fraction = pod.gpu_fraction
+        dev_used = node.dev_used
+        for d in pod.devices:
+            before = dev_used[d]
+            after = before - fraction
+            if after <= EPSILON:
+                after = 0.0
+                node.free_whole += 1
+            dev_used[d] = after
+            node.partial_count += _partial(after) - _partial(before)
+        node.used_cpu -= c
+        node.used_mem -= m
+        pool = ctx.pool
+        pool.version += 1
+        if node.ready:
+            pool.free_gpus += g
+            if old_whole != node.free_whole or old_partial != (node.partial_count > 0):
+                pool.reindex(node, old_whole, old_partial)
+        wid = w.id
+        here = node.workloads
+        left = here[wid] - 1
+        if left:
+            here[wid] = left
+        else:
+            del here[wid]
+        pods = w.pods
+        if index is None:
+            pods.remove(pod)
+        else:
+            del pods[index]
+        key = ctx.key
+        self.queue_victims.pop(key, None)
+        self.dirty_queues[key] = w.department
+        w.counts[pod.group] -= 1
+        for acc in (ctx.project_acc, ctx.dept_acc) if ctx.project_np is None else ctx.all_acc:
+            acc[0] -= g
+            acc[1] -= c
+            acc[2] -= m
+        if not pods:
+            ctx.running_pool.pop(wid, None)
+            ctx.running_queue.pop(wid, None)
+
+    def close(self) -> None:
+        """Drop the per-workload binding shortcuts, which point back at the session's
+        running-workload maps: without them the session's objects form no reference
+        cycles and are freed as soon as the cycle's result is returned."""
+        for w in self.workloads.values():
+            w.contexts.clear()
 
     def statement(self) -> Statement:
         """A new statement over this session."""
@@ -305,18 +488,36 @@ class Session:
     def compute_fairshare(self) -> None:
         """Work out deserved, limit, requested and fairshare of every queue and pool."""
         requested: dict[Key, Vec] = {}
+        # the vectors a workload adds to, shared by workloads of the same queues/pools
+        targets: dict[tuple[object, ...], list[Vec]] = {}
+        all_pools = self._all_pools
         for w in self.workloads.values():
-            req = _vec(w.spec.max_request())
-            if w.running:
+            # w.spec.max_request(), without building Resources
+            g = c = m = 0.0
+            for grp in w.groups:
+                n = grp.pods
+                g = g + grp.gpus * n
+                c = c + grp.cpu * n
+                m = m + grp.memory * n
+            if w.pods:
                 assert w.pool is not None
+                where: object = w.pool
                 pools = [w.pool]
             else:
                 pools = self.candidate_pools(w)
-            for p in pools:
-                for key in ((w.project, p), (w.department, p)):
-                    cur = requested.setdefault(key, [0.0, 0.0, 0.0])
-                    for i in range(3):
-                        cur[i] += req[i]
+                where = None if pools is all_pools else tuple(pools)
+            tk = (w.project, w.department, bool(w.pods), where)
+            vectors = targets.get(tk)
+            if vectors is None:
+                vectors = targets[tk] = [
+                    requested.setdefault(key, [0.0, 0.0, 0.0])
+                    for p in pools
+                    for key in ((w.project, p), (w.department, p))
+                ]
+            for cur in vectors:
+                cur[0] += g
+                cur[1] += c
+                cur[2] += m
         self.requested = requested
         usage: dict[Key, float] = {}
         for pool in self.pools.values():
@@ -325,6 +526,8 @@ class Session:
                 key = (q.name, pool.name)
                 self.deserved[key] = self.quota_of(q, pool.name)
                 self.limit[key] = self.limit_of(q, pool.name)
+                if any(math.isfinite(x) for x in self.limit[key]):
+                    self.limited.add(key)
             k: float | None = None
             if cfg.fairshare_mode == FAIRSHARE_TIME_BASED and cfg.policy == POLICY_QUOTA:
                 k = cfg.time_based_k
@@ -398,10 +601,11 @@ class Session:
         acc = self.acc.get(key, [0.0, 0.0, 0.0])
         fair = self.fair.get(key, [0.0, 0.0, 0.0])
         des = self.deserved.get(key, [0.0, UNLIMITED, UNLIMITED])
-        return any(
-            extra[i] > EPSILON and math.isfinite(des[i]) and acc[i] + extra[i] > fair[i] + EPSILON
-            for i in range(3)
-        )
+        for i in (0, 1, 2):
+            e = extra[i]
+            if e > EPSILON and acc[i] + e > fair[i] + EPSILON and math.isfinite(des[i]):
+                return True
+        return False
 
     def above_fairshare(self, queue: str, pool: str) -> bool:
         """Does `queue` hold more than its fairshare of a governed resource now?"""
@@ -416,7 +620,11 @@ class Session:
         key = (queue, pool)
         acc = self.acc.get(key, [0.0, 0.0, 0.0])
         des = self.deserved.get(key, [0.0, UNLIMITED, UNLIMITED])
-        return all(extra[i] <= EPSILON or acc[i] + extra[i] <= des[i] + EPSILON for i in range(3))
+        for i in (0, 1, 2):
+            e = extra[i]
+            if e > EPSILON and acc[i] + e > des[i] + EPSILON:
+                return False
+        return True
 
     def starved_share(self, queue: str, pool: str) -> float:
         """Dominant share of the pool's capacity `queue` holds (smaller = more starved)."""
@@ -467,6 +675,13 @@ class Session:
     def admission_problem(self, w: WorkloadState, pool: str, extra: Vec) -> tuple[str, str] | None:
         """Why `w` may not take `extra` more in quota pool `pool` (limits, and the
         in-quota rule of non-preemptible work), or None when it may."""
+        limited = self.limited
+        if (
+            w.preemptible
+            and (w.project, pool) not in limited
+            and ((w.department, pool) not in limited)
+        ):
+            return None  # nothing to check: no finite limit, no in-quota rule
         for name, level in ((w.project, "project"), (w.department, "department")):
             key = (name, pool)
             lim = self.limit.get(key)
@@ -515,7 +730,7 @@ class Session:
         if w.id in self._protection:
             return self._protection[w.id]
         found: float | None = None
-        for plugin in self.plugins:
+        for plugin in self.protection_plugins:
             until = plugin.protected_until(self, w)
             if until is not None:
                 found = until
@@ -596,14 +811,15 @@ class Session:
         for w in pending:
             by_project.setdefault(w.project, []).append(w)
         infos: dict[str, PendingInfo] = {}
+        reasons = self.reasons
         for project, items in by_project.items():
-            items.sort(key=lambda x: x.order_key)
+            items.sort(key=_order_key)
             for pos, w in enumerate(items, start=1):
-                per_pool = self.reasons.get(w.id, {})
+                per_pool = reasons.get(w.id)
                 if not per_pool:
                     kind, text = "capacity", "waiting for the next scheduling cycle"
                 elif len(per_pool) == 1:
-                    kind, text = next(iter(per_pool.values()))
+                    ((kind, text),) = per_pool.values()
                 else:
                     kind = next(iter(per_pool.values()))[0]
                     text = "; ".join(f"pool {p}: {m}" for p, (_, m) in per_pool.items())

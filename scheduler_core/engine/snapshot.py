@@ -51,6 +51,13 @@ DEFAULT_PRIORITY_BY_KIND: Mapping[str, int] = {
 """Run:ai/KAI convention, higher is more important."""
 
 
+DEFAULT_MAX_RECLAIMS_PER_CYCLE = 100
+"""Default pacing of reclaim: workloads started by reclaiming, per pool and cycle."""
+
+DEFAULT_MAX_PREEMPTIONS_PER_CYCLE = 100
+"""Default pacing of preemption: workloads started by preempting, per pool and cycle."""
+
+
 def default_preemptible(kind: str, priority: int) -> bool:
     """Training and cpu work is preemptible; priority >= 100 is not (unless stated)."""
     if kind in (KIND_INTERACTIVE, KIND_INFERENCE):
@@ -67,6 +74,11 @@ class PoolConfig:
     preemption: may preemptible workloads be evicted (reclaim, priority preemption).
     consolidation: may preemptible workloads be moved to defragment the pool, trying
     at most `max_consolidation_evaluations` victim sets per cycle.
+    max_reclaims_per_cycle / max_preemptions_per_cycle: at most this many pending
+    workloads start by reclaiming from other queues / by preempting lower-priority work
+    of their own queue per cycle (None = no bound). Paces evictions and keeps a cycle
+    short after a big change; the next cycle carries on (a fixed point is unaffected:
+    a cycle that hits the bound has decided something).
     min_guaranteed_runtime: seconds a started preemptible workload is safe from eviction.
     over_quota_weight_from_quota: over-quota is split by quota instead of by weight.
     fairshare_mode: "point_in_time" or "time_based" (decayed historical usage over
@@ -79,6 +91,8 @@ class PoolConfig:
     preemption: bool = True
     consolidation: bool = True
     max_consolidation_evaluations: int = 100
+    max_reclaims_per_cycle: int | None = DEFAULT_MAX_RECLAIMS_PER_CYCLE
+    max_preemptions_per_cycle: int | None = DEFAULT_MAX_PREEMPTIONS_PER_CYCLE
     min_guaranteed_runtime: float = 0.0
     over_quota_weight_from_quota: bool = False
     fairshare_mode: str = FAIRSHARE_POINT_IN_TIME

@@ -9,6 +9,7 @@ instead of every node.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from scheduler_core.engine.resources import EPSILON, Resources
 from scheduler_core.engine.snapshot import (
@@ -20,6 +21,9 @@ from scheduler_core.engine.snapshot import (
     PoolConfig,
     WorkloadSpec,
 )
+
+if TYPE_CHECKING:
+    from scheduler_core.engine.session import QueueContext
 
 
 class NodeState:
@@ -99,7 +103,10 @@ class PoolIndex:
         "nodes",
         "partial",
         "ready_nodes",
+        "reasons",
+        "reasons_version",
         "selector_cache",
+        "version",
     )
 
     def __init__(self, config: PoolConfig, nodes: list[NodeState]) -> None:
@@ -112,6 +119,11 @@ class PoolIndex:
         self.free_gpus = 0.0
         self.ready_nodes = sum(1 for n in nodes if n.ready)
         self.selector_cache: dict[tuple[tuple[str, str], ...], bool] = {}
+        # bumped by every bind and unbind in the pool: reasons worded from the pool's
+        # state are kept (see cached_reason) while it stays the same
+        self.version = 0
+        self.reasons: dict[tuple[object, ...], str] = {}
+        self.reasons_version = 0
         g = c = m = 0.0
         for n in nodes:
             if n.state != NODE_DOWN:
@@ -131,6 +143,20 @@ class PoolIndex:
             found = any(n.ready and n.matches(selector) for n in self.nodes)
             self.selector_cache[key] = found
         return found
+
+    def cached_reason(self, key: tuple[object, ...]) -> str | None:
+        """A reason worded earlier from the pool's current state under `key`, if any."""
+        if self.reasons_version != self.version:
+            self.reasons.clear()
+            self.reasons_version = self.version
+            return None
+        return self.reasons.get(key)
+
+    def keep_reason(self, key: tuple[object, ...], text: str) -> str:
+        """Remember `text` for `key` while the pool's state stays the same."""
+        if self.reasons_version == self.version:
+            self.reasons[key] = text
+        return text
 
     def largest_free_whole(self) -> int:
         """The most wholly free devices on one ready node."""
@@ -169,10 +195,14 @@ class GroupState:
         self.memory = spec.request.memory
 
 
+_NO_SELECTOR: dict[str, str] = {}  # shared by workloads without a selector; never changed
+
+
 class WorkloadState:
     """A workload during a session: where its pods are now and what happened to it."""
 
     __slots__ = (
+        "contexts",
         "counts",
         "department",
         "elastic",
@@ -182,10 +212,10 @@ class WorkloadState:
         "evicted",
         "fail_reason",
         "failed",
+        "group_map",
         "groups",
         "id",
         "initial_pods",
-        "initial_running",
         "max_gpus",
         "min_gpus",
         "moved",
@@ -206,14 +236,29 @@ class WorkloadState:
         self.department = department
         self.priority = spec.priority
         self.preemptible = spec.preemptible
-        self.groups = [GroupState(g) for g in spec.groups]
-        self.elastic = any(g.min_pods < g.pods for g in spec.groups)
-        self.selector = dict(spec.node_selector)
-        self.pods: list[PodPlacement] = list(spec.pods)
-        self.counts: dict[str, int] = {g.name: 0 for g in spec.groups}
-        self.pool: str | None = spec.pool if spec.pods else None
-        self.initial_running = bool(spec.pods)
-        self.initial_pods = tuple(spec.pods)
+        groups = [GroupState(g) for g in spec.groups]
+        self.groups = groups
+        # per pool: what binding a pod touches (see Session.bind_pod)
+        self.contexts: dict[str, QueueContext] = {}
+        if len(groups) == 1:  # the common case, without the generic loops
+            only = groups[0]
+            self.group_map = {only.name: only}
+            self.counts: dict[str, int] = {only.name: 0}
+            self.elastic = only.min_pods < only.pods
+            self.max_gpus = 0 + only.gpus * only.pods
+            self.min_gpus = 0 + only.gpus * only.min_pods
+        else:
+            self.group_map = {g.name: g for g in groups}
+            self.counts = {g.name: 0 for g in groups}
+            self.elastic = any(g.min_pods < g.pods for g in groups)
+            self.max_gpus = sum(g.gpus * g.pods for g in groups)
+            self.min_gpus = sum(g.gpus * g.min_pods for g in groups)
+        selector = spec.node_selector
+        self.selector = dict(selector) if selector else _NO_SELECTOR
+        pods = spec.pods
+        self.pods: list[PodPlacement] = list(pods)
+        self.pool: str | None = spec.pool if pods else None
+        self.initial_pods = tuple(pods)
         self.evicted = False
         self.evict_kind = ""
         self.evict_reason = ""
@@ -221,8 +266,6 @@ class WorkloadState:
         self.moved = False
         self.failed = False
         self.fail_reason = ""
-        self.max_gpus = sum(g.gpus * g.pods for g in self.groups)
-        self.min_gpus = sum(g.gpus * g.min_pods for g in self.groups)
         # queue order inside a project queue: higher priority, earlier, created first
         self.order_key = (-spec.priority, spec.submitted_at, spec.creation_order)
 
@@ -238,10 +281,7 @@ class WorkloadState:
 
     def group(self, name: str) -> GroupState:
         """The pod group called `name`."""
-        for g in self.groups:
-            if g.name == name:
-                return g
-        raise KeyError(name)
+        return self.group_map[name]
 
     def pod_counts(self) -> dict[str, int]:
         """Running pods per group (a copy)."""

@@ -44,7 +44,9 @@ class Statement:
             op, w, data = self._journal.pop()
             if op == _BIND:
                 assert isinstance(data, PodPlacement)
-                session.unbind_pod(w, data)
+                # everything after the bind is undone: the pod is the last one again
+                pods = w.pods
+                session.unbind_pod(w, data, len(pods) - 1 if pods[-1] is data else None)
             elif op == _UNBIND:
                 assert isinstance(data, tuple)
                 pod, index = data
@@ -69,8 +71,11 @@ class Statement:
 
     def unbind(self, w: WorkloadState, pod: PodPlacement) -> None:
         """Remove one running pod of `w`."""
-        index = w.pods.index(pod)
-        self._session.unbind_pod(w, pod)
+        pods = w.pods
+        last = len(pods) - 1
+        # pods are given up last first: look there before searching
+        index = last if last >= 0 and pods[last] is pod else pods.index(pod)
+        self._session.unbind_pod(w, pod, index)
         self._journal.append((_UNBIND, w, (pod, index)))
 
     def _save_flags(self, w: WorkloadState) -> None:

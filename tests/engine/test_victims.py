@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from scheduler_core.engine import Evict, Fail, Move, PoolConfig, Shrink, run_cycle
+import dataclasses
+
+from scheduler_core.engine import Evict, Fail, Move, PodPlacement, PoolConfig, Shrink, run_cycle
 from tests.engine.factories import dept, node, project, running, settle, snapshot, workload
 
 
@@ -165,3 +167,25 @@ def test_node_down_evicts_with_fault_and_fails_past_the_backoff_limit() -> None:
     )
     assert [type(d).__name__ for d in out.decisions] == ["Evict", "Fail"]
     assert isinstance(out.decisions[1], Fail)
+
+
+def test_a_victim_is_put_back_only_if_all_its_pods_fit_together() -> None:
+    # v's two half-GPU pods share the only device; j (higher priority) needs a quarter.
+    # Once j sits on the device, each of v's pods alone would fit back, both do not.
+    half = PodPlacement("main", "n1", (0,), 0.5)
+    v = dataclasses.replace(
+        workload("v", gpus=0.5, pods=2, running_on=["n1", "n1"], priority=40), pods=(half, half)
+    )
+    snap = snapshot(
+        [node("n1", 1)],
+        [dept("org", 1), project("p", gpus=1)],
+        [v, workload("j", gpus=0.25, priority=80)],
+    )
+    result = run_cycle(snap)
+    assert [(type(d).__name__, d.workload) for d in result.decisions] == [
+        ("Evict", "v"),
+        ("Allocate", "j"),
+    ]
+    final, _ = settle(snap)
+    used = sum(p.gpu_fraction for w in final.workloads for p in w.pods if 0 in p.devices)
+    assert used <= 1.0

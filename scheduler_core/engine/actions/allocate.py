@@ -42,7 +42,7 @@ def allocate(session: Session) -> None:
                     jobs,
                     partial(_attempt, session, pool),
                     viable=partial(_may_fit, session, pool),
-                    skip=partial(_attempt, session, pool),
+                    skip=partial(_explain, session, pool),
                 )
 
 
@@ -61,6 +61,19 @@ def _may_fit(session: Session, pool: PoolIndex, w: WorkloadState) -> bool:
     if need > pool.free_gpus + 1e-9:
         return False
     return widest <= pool.largest_free_whole()
+
+
+def _explain(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
+    """Record why `w`, which cannot fit the free capacity (see _may_fit), waits: the
+    same reason _attempt would give, without trying to place it."""
+    if w.pods or w.failed:
+        return
+    extra = gang_request(session, w)
+    problem = session.admission_problem(w, pool.name, extra)
+    if problem is not None:
+        session.set_reason(w, pool.name, *problem)
+        return
+    session.set_reason(w, pool.name, "capacity", describe_misfit(pool, w, gang_counts(session, w)))
 
 
 def _attempt(session: Session, pool: PoolIndex, w: WorkloadState) -> None:

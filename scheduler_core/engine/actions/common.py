@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from scheduler_core.engine.placement import place_pods
-from scheduler_core.engine.plugins import first_answer
 from scheduler_core.engine.resources import EPSILON
 from scheduler_core.engine.session import Session, Vec
 from scheduler_core.engine.snapshot import POLICY_QUOTA, PodPlacement
@@ -17,17 +16,29 @@ from scheduler_core.engine.statement import Statement
 
 
 def job_key(session: Session, w: WorkloadState) -> tuple[float, ...]:
-    """Order of `w` inside its queue (smaller first)."""
-    key = first_answer(session.plugins, lambda p: p.job_order_key(w))
-    return key if key is not None else w.order_key
+    """Order of `w` inside its queue (smaller first; asked once per session)."""
+    cached = session.job_keys.get(w.id)
+    if cached is None:
+        for plugin in session.job_order_plugins:
+            cached = plugin.job_order_key(w)
+            if cached is not None:
+                break
+        else:
+            cached = w.order_key
+        session.job_keys[w.id] = cached
+    return cached
 
 
 def victim_key(session: Session, w: WorkloadState) -> tuple[float, ...]:
     """Order in which `w` is picked as a victim (smaller first)."""
     cached = session.victim_keys.get(w.id)
     if cached is None:
-        key = first_answer(session.plugins, lambda p: p.victim_order_key(session, w))
-        cached = key if key is not None else (w.priority,)
+        for plugin in session.victim_order_plugins:
+            cached = plugin.victim_order_key(session, w)
+            if cached is not None:
+                break
+        else:
+            cached = (w.priority,)
         session.victim_keys[w.id] = cached
     return cached
 
@@ -36,8 +47,12 @@ def gang_counts(session: Session, w: WorkloadState) -> dict[str, int]:
     """Pods per group that must start together (do not modify the returned dict)."""
     cached = session.gang_cache.get(w.id)
     if cached is None:
-        counts = first_answer(session.plugins, lambda p: p.gang_counts(w))
-        cached = counts if counts is not None else w.min_counts()
+        for plugin in session.gang_plugins:
+            cached = plugin.gang_counts(w)
+            if cached is not None:
+                break
+        else:
+            cached = w.min_counts()
         session.gang_cache[w.id] = cached
     return cached
 
@@ -73,11 +88,14 @@ def in_queue_order(
     extra_of: Callable[[WorkloadState], Vec] | None = None,
     viable: Callable[[WorkloadState], bool] | None = None,
     skip: Callable[[WorkloadState], None] | None = None,
+    frozen: Callable[[], bool] | None = None,
 ) -> None:
     """Call `attempt` on every job, always taking the best job of the best queue next
     (queue order is re-evaluated lazily as allocations change it). Jobs for which
     `viable` says False (a verdict that must not change within the action) are handed
-    to `skip` instead, without taking part in the ordering."""
+    to `skip` instead, without taking part in the ordering. Once `frozen` says True,
+    the action promises not to change anything any more (e.g. its budget is spent):
+    order no longer matters and the jobs left are handed over without ordering."""
     if extra_of is None:
 
         def extra_of(w: WorkloadState) -> Vec:
@@ -86,10 +104,18 @@ def in_queue_order(
     queues: dict[str, list[WorkloadState]] = {}
     for w in jobs:
         queues.setdefault(w.project, []).append(w)
-    # entries: (key, seq, project, commits when the key was computed)
-    heap: list[tuple[tuple[object, ...], int, str, int]] = []
+    # entries: (key, seq, project, commits when the key was computed, what the key
+    # was computed from)
+    heap: list[tuple[tuple[object, ...], int, str, int, object]] = []
     position: dict[str, int] = {}
     seq = 0
+    acc = session.acc
+
+    def inputs(w: WorkloadState) -> object:
+        # queue_key depends on nothing else that changes within a session
+        p = acc.get((w.project, pool))
+        d = acc.get((w.department, pool))
+        return (None if p is None else tuple(p), None if d is None else tuple(d))
 
     def next_viable(project: str) -> WorkloadState | None:
         items = queues[project]
@@ -109,27 +135,57 @@ def in_queue_order(
         if first is None:
             continue
         key = session.queue_key(first, pool, extra_of(first))
-        heap.append((key, seq, project, session.commits))
+        heap.append((key, seq, project, session.commits, inputs(first)))
         seq += 1
     heapq.heapify(heap)
     while heap:
-        key, _, project, stamp = heapq.heappop(heap)
+        key, _, project, stamp, used = heapq.heappop(heap)
         items = queues[project]
         w = items[position[project]]
         if stamp != session.commits:
-            # the state changed since the key was computed: re-evaluate lazily
-            fresh = session.queue_key(w, pool, extra_of(w))
-            if heap and fresh > heap[0][0]:
-                seq += 1
-                heapq.heappush(heap, (fresh, seq, project, session.commits))
-                continue
+            # the state changed since the key was computed: re-evaluate lazily (the
+            # same inputs give the same key, which was the smallest: nothing to do)
+            now = inputs(w)
+            if now != used:
+                fresh = session.queue_key(w, pool, extra_of(w))
+                if heap and fresh > heap[0][0]:
+                    seq += 1
+                    heapq.heappush(heap, (fresh, seq, project, session.commits, now))
+                    continue
         position[project] += 1
         attempt(w)
+        if frozen is not None and frozen():
+            for project, items in queues.items():
+                for w in items[position[project] :]:
+                    if viable is None or viable(w):
+                        attempt(w)
+                    elif skip is not None:
+                        skip(w)
+            return
         nxt = next_viable(project)
         if nxt is not None:
             seq += 1
             key = session.queue_key(nxt, pool, extra_of(nxt))
-            heapq.heappush(heap, (key, seq, project, session.commits))
+            heapq.heappush(heap, (key, seq, project, session.commits, inputs(nxt)))
+
+
+class Budget:
+    """How many more times an action may do something disruptive this cycle
+    (`limit` None = no bound)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def spent(self) -> bool:
+        """True once the bound is reached."""
+        return self.limit is not None and self.used >= self.limit
+
+    def use(self) -> None:
+        """Count one more."""
+        self.used += 1
 
 
 def try_start(
@@ -184,14 +240,30 @@ def shrink_pod(w: WorkloadState) -> PodPlacement | None:
     return None
 
 
-def _pod_fits_back(session: Session, w: WorkloadState, pod: PodPlacement) -> bool:
-    node: NodeState = session.nodes[pod.node]
-    if not node.ready:
-        return False
-    grp = w.group(pod.group)
-    if not node.fits_cpu_mem(grp.cpu, grp.memory):
-        return False
-    return all(node.dev_used[d] + pod.gpu_fraction <= 1.0 + EPSILON for d in pod.devices)
+def _pods_fit_back(session: Session, w: WorkloadState, pods: list[PodPlacement]) -> bool:
+    """Would `pods` of `w` all fit where they were, together? (Pods of one workload
+    may share a node, and fractional ones a device: each one's room counts the
+    others'.)"""
+    cpu: dict[str, float] = {}
+    mem: dict[str, float] = {}
+    used: dict[tuple[str, int], float] = {}
+    for pod in pods:
+        node: NodeState = session.nodes[pod.node]
+        if not node.ready:
+            return False
+        grp = w.group_map[pod.group]
+        c = cpu.get(pod.node, node.used_cpu) + grp.cpu
+        m = mem.get(pod.node, node.used_mem) + grp.memory
+        if c > node.cap_cpu + EPSILON or m > node.cap_mem + EPSILON:
+            return False
+        cpu[pod.node] = c
+        mem[pod.node] = m
+        for d in pod.devices:
+            u = used.get((pod.node, d), node.dev_used[d]) + pod.gpu_fraction
+            if u > 1.0 + EPSILON:
+                return False
+            used[(pod.node, d)] = u
+    return True
 
 
 def free_and_place(
@@ -228,6 +300,9 @@ def free_and_place(
     progress = True
     while not placed and progress:
         progress = False
+        # a victim turned down (or at its minimum) stays so for the rest of this
+        # phase: its next pod is the same one and allocations only went down
+        kept: list[WorkloadState] = []
         for v in shrinking:
             pod = shrink_pod(v)
             if pod is None:
@@ -235,6 +310,7 @@ def free_and_place(
             step = VictimStep(v, pod)
             if not allowed(step):
                 continue
+            kept.append(v)
             flags = _flags(v)
             stmt.unbind(v, pod)
             stmt.note_reason(v, reason_for(v))
@@ -243,6 +319,7 @@ def free_and_place(
             if attempt_place():
                 placed = True
                 break
+        shrinking = kept
     if not placed:
         for v in victims:
             if not v.pods or session.protection(v) is not None:
@@ -265,7 +342,7 @@ def free_and_place(
         v = step.victim
         if v.id in gone:
             continue
-        if not all(_pod_fits_back(session, v, p) for p in pods):
+        if not _pods_fit_back(session, v, pods):
             if step.pod is None:
                 gone.add(v.id)
             continue

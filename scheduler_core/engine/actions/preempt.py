@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import partial
 
 from scheduler_core.engine.actions.common import (
+    Budget,
     VictimStep,
     free_and_place,
     gang_counts,
@@ -35,16 +36,25 @@ def preempt(session: Session) -> None:
             if v.preemptible:
                 lowest[v.project] = min(lowest.get(v.project, v.priority), v.priority)
         jobs = [w for w in jobs if w.project in lowest and w.priority > lowest[w.project]]
+        budget = Budget(pool.config.max_preemptions_per_cycle)
         if jobs:
             in_queue_order(
-                session, pool.name, jobs, partial(_attempt, session, pool, failed=failed)
+                session,
+                pool.name,
+                jobs,
+                partial(_attempt, session, pool, failed=failed, budget=budget),
+                frozen=budget.spent,
             )
 
 
 def _attempt(
-    session: Session, pool: PoolIndex, w: WorkloadState, failed: set[tuple[object, ...]]
+    session: Session,
+    pool: PoolIndex,
+    w: WorkloadState,
+    failed: set[tuple[object, ...]],
+    budget: Budget,
 ) -> None:
-    if w.pods or w.failed:
+    if w.pods or w.failed or budget.spent():
         return
     counts = gang_counts(session, w)
     extra = gang_request(session, w)
@@ -86,6 +96,7 @@ def _attempt(
         lambda v: f"preempted by higher-priority {w.name} (priority {w.priority})",
     ):
         stmt.commit()
+        budget.use()
         return
     stmt.discard()
     failed.add(sig)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterable
 from functools import partial
 
 from scheduler_core.engine.actions.common import (
+    Budget,
     VictimStep,
     free_and_place,
     gang_counts,
@@ -24,8 +26,12 @@ from scheduler_core.engine.decisions import EVICT_RECLAIM
 from scheduler_core.engine.placement import describe_misfit
 from scheduler_core.engine.reasons import fairshare_blocked, format_time
 from scheduler_core.engine.resources import EPSILON
-from scheduler_core.engine.session import ReclaimIndex, Session, Vec
+from scheduler_core.engine.session import ReclaimEntry, ReclaimIndex, Session, Vec, entry_seq
 from scheduler_core.engine.state import PoolIndex, WorkloadState
+
+RECLAIM_PACED = "reclaim continues in the next scheduling cycle"
+"""Added to the reason of a workload that reclaim did not get to because it reached
+the pool's max_reclaims_per_cycle."""
 
 
 def reclaim(session: Session) -> None:
@@ -35,13 +41,15 @@ def reclaim(session: Session) -> None:
         if not jobs:
             continue
         failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]] = {}
+        budget = Budget(pool.config.max_reclaims_per_cycle)
         in_queue_order(
             session,
             pool.name,
             jobs,
-            partial(_attempt, session, pool, failed=failed),
+            partial(_attempt, session, pool, failed=failed, budget=budget),
             viable=partial(_within_fairshare, session, pool.name),
-            skip=partial(_attempt, session, pool, failed=failed),
+            skip=partial(_explain_over_fairshare, session, pool),
+            frozen=budget.spent,
         )
 
 
@@ -59,7 +67,9 @@ def _index(session: Session, pool: str) -> ReclaimIndex:
     else:
         touched = [key for key in session.dirty_queues if key[1] == pool]
     for key in touched:
-        session.dirty_queues.discard(key)
+        department = session.dirty_queues.pop(key, None)
+        if department is not None:
+            index.touched(department)
         queue = key[0]
         index.remove(queue)
         if not session.running_by_queue.get(key):
@@ -72,15 +82,29 @@ def _index(session: Session, pool: str) -> ReclaimIndex:
             continue
         acc = session.acc[key][0]
         spare = max(0.0, acc - min(session.deserved[key][0], acc))
-        index.add(queue, victims[0].department, spare, over_fair, victims)
+        gives = over_fair or _may_give(session, queue, pool, True)
+        index.add(ReclaimEntry(queue, victims[0].department, spare, over_fair, gives, victims))
     return index
 
 
-def _queue_over(session: Session, queue: str, pool: str, freed: Vec, deserved_mode: bool) -> bool:
+def _queue_vectors(session: Session, queue: str, pool: str) -> tuple[Vec, Vec, Vec]:
+    """(allocated, fairshare, deserved) of `queue` in `pool`; the allocated vector is
+    the session's own, so it stays current."""
     key = (queue, pool)
-    acc = session.acc.get(key, [0.0, 0.0, 0.0])
-    fair = session.fair.get(key, [0.0, 0.0, 0.0])
-    des = session.deserved.get(key, [0.0, math.inf, math.inf])
+    return (
+        session.acc.get(key, [0.0, 0.0, 0.0]),
+        session.fair.get(key, [0.0, 0.0, 0.0]),
+        session.deserved.get(key, [0.0, math.inf, math.inf]),
+    )
+
+
+def _queue_over(
+    vectors: tuple[Vec, Vec, Vec], freed: tuple[float, float, float], deserved_mode: bool
+) -> bool:
+    """May a queue with these (allocated, fairshare, deserved) vectors give `freed`
+    back: it stays at or above its deserved quota and is over its fairshare (or, in
+    deserved mode, over its deserved quota) on a resource it gives?"""
+    acc, fair, des = vectors
     over = False
     for i in range(3):
         if freed[i] <= EPSILON or not math.isfinite(des[i]):
@@ -92,11 +116,66 @@ def _queue_over(session: Session, queue: str, pool: str, freed: Vec, deserved_mo
     return over
 
 
+def _may_give(session: Session, queue: str, pool: str, deserved_mode: bool) -> bool:
+    """Could `queue` give anything back at all (see _queue_over)? False stays False
+    while an attempt only evicts, since allocations then only go down."""
+    key = (queue, pool)
+    acc = session.acc.get(key, [0.0, 0.0, 0.0])
+    fair = session.fair.get(key, [0.0, 0.0, 0.0])
+    des = session.deserved.get(key, [0.0, math.inf, math.inf])
+    for i in range(3):
+        if not math.isfinite(des[i]):
+            continue
+        if acc[i] > fair[i] + EPSILON or (deserved_mode and acc[i] > des[i] + EPSILON):
+            return True
+    return False
+
+
+def keyed(
+    session: Session, entry: ReclaimEntry
+) -> list[tuple[int, tuple[float, ...], int, WorkloadState]]:
+    """The victims of `entry` as (tier, victim order, index order, victim): queues
+    over their fairshare give first (tier 0), those only over deserved quota next."""
+    found = entry.keyed
+    if found is None:
+        tier = 0 if entry.over_fair else 1
+        found = entry.keyed = [(tier, victim_key(session, v), entry.seq, v) for v in entry.victims]
+    return found
+
+
+def _department_gives(
+    session: Session, index: ReclaimIndex, department: str, pool: str, deserved_mode: bool
+) -> bool:
+    """_may_give for a department, cached in the index until one of its queues changes."""
+    key = (department, deserved_mode)
+    gives = index.department_gives.get(key)
+    if gives is None:
+        gives = index.department_gives[key] = _may_give(session, department, pool, deserved_mode)
+    return gives
+
+
+def _explain_over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
+    """What _attempt does for a workload whose project is over its fairshare with it
+    (see _within_fairshare): say so, unless its admission is the problem."""
+    if w.pods or w.failed:
+        return
+    extra = gang_request(session, w)
+    if session.admission_problem(w, pool.name, extra) is not None:
+        return
+    session.add_reason(
+        w,
+        pool.name,
+        "fairshare",
+        fairshare_blocked(session, w, w.project, "project", pool.name, extra),
+    )
+
+
 def _attempt(
     session: Session,
     pool: PoolIndex,
     w: WorkloadState,
     failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]],
+    budget: Budget,
 ) -> None:
     if w.pods or w.failed:
         return
@@ -110,10 +189,6 @@ def _attempt(
             w, name, "fairshare", fairshare_blocked(session, w, w.project, "project", name, extra)
         )
         return
-    # across departments the departments are compared as well
-    dept_within = not session.over_fairshare(w.department, name, extra)
-    proj_deserved = session.within_deserved(w.project, name, extra)
-    dept_deserved = session.within_deserved(w.department, name, extra)
     # failing is monotone within this action (reclaims only use up what others give
     # back), so a queue that could not reclaim g GPUs will not reclaim g or more later
     sig = (w.project, tuple(sorted(w.selector.items())))
@@ -121,25 +196,59 @@ def _attempt(
     if known is not None and extra[0] >= known[0] - EPSILON:
         session.set_reason(w, name, *known[1])
         return
+    if budget.spent():
+        session.add_reason(
+            w, name, "capacity", f"{RECLAIM_PACED} ({budget.limit} per cycle in pool {name})"
+        )
+        return
+    # across departments the departments are compared as well
+    dept_within = not session.over_fairshare(w.department, name, extra)
+    proj_deserved = session.within_deserved(w.project, name, extra)
+    dept_deserved = session.within_deserved(w.department, name, extra)
     index = _index(session, name)
     scope = "" if dept_within else w.department
     room = pool.free_gpus + index.spare_fair.get(scope, 0.0)
     if proj_deserved:
         room += index.spare_des.get(scope, 0.0)
     own = index.entries.get(w.project)
-    if own is not None and (own[2] or proj_deserved):
-        room -= own[1]
+    if own is not None and (own.over_fair or proj_deserved):
+        room -= own.spare
+    # victim lists of the queues that may be reclaimed from, in index order; queues
+    # (or whole departments) that cannot give anything back are left out, since
+    # `allowed` would turn down every one of their victims (allocations only go down
+    # while an attempt evicts, so that verdict holds for the whole attempt)
     lists: list[list[WorkloadState]] = []
-    tiers: dict[str, int] = {}
+    elastic: list[WorkloadState] = []
+    entries: list[ReclaimEntry] = []
+    eligible = False
     if room + EPSILON >= extra[0]:
-        for queue, (department, _, over_fair, victims) in index.entries.items():
-            if queue == w.project or (not dept_within and department != w.department):
+        ordered: Iterable[ReclaimEntry]
+        if dept_within:
+            found: list[ReclaimEntry] = []
+            for department, members in index.by_department.items():
+                if members and (
+                    department == w.department
+                    or _department_gives(session, index, department, name, dept_deserved)
+                ):
+                    found.extend(members.values())
+            found.sort(key=entry_seq)
+            ordered = found
+        else:
+            ordered = index.by_department.get(w.department, {}).values()
+        for entry in ordered:
+            queue = entry.queue
+            if queue == w.project:
                 continue
+            over_fair = entry.over_fair
             if not over_fair and not proj_deserved:
                 continue
-            tiers[queue] = 0 if over_fair else 1
-            lists.append(victims)
-    if not lists and not dept_within:
+            eligible = True
+            if not (over_fair or entry.gives_to_deserved):
+                continue
+            entries.append(entry)
+            lists.append(entry.victims)
+            elastic.extend(entry.elastic)
+    if not eligible and not dept_within:
         reason = (
             "fairshare",
             fairshare_blocked(session, w, w.department, "department", name, extra),
@@ -147,19 +256,31 @@ def _attempt(
         failed[sig] = (extra[0], reason)
         session.add_reason(w, name, *reason)
         return
-    candidates = heapq.merge(*lists, key=lambda v: (tiers[v.project], victim_key(session, v)))
-    elastic = [v for victims in lists for v in victims if v.elastic]
+    # victims of every list in (tier, victim order), earlier lists first on ties
+    candidates = (item[-1] for item in heapq.merge(*(keyed(session, e) for e in entries)))
     protected: list[tuple[float, WorkloadState]] = []
+    vectors: dict[str, tuple[Vec, Vec, Vec]] = {}
+    department = w.department
 
     def allowed(step: VictimStep) -> bool:
         v = step.victim
-        freed = step.freed()
-        if not _queue_over(session, v.project, name, freed, proj_deserved):
+        pod = step.pod
+        if pod is None:
+            freed = v.allocated()
+        else:
+            grp = v.group_map[pod.group]
+            freed = (grp.gpus, grp.cpu, grp.memory)
+        project_vectors = vectors.get(v.project)
+        if project_vectors is None:
+            project_vectors = vectors[v.project] = _queue_vectors(session, v.project, name)
+        if not _queue_over(project_vectors, freed, proj_deserved):
             return False
-        if v.department != w.department and not _queue_over(
-            session, v.department, name, freed, dept_deserved
-        ):
-            return False
+        if v.department != department:
+            dept_vectors = vectors.get(v.department)
+            if dept_vectors is None:
+                dept_vectors = vectors[v.department] = _queue_vectors(session, v.department, name)
+            if not _queue_over(dept_vectors, freed, dept_deserved):
+                return False
         if step.pod is None:
             until = session.protection(v)
             if until is not None:
@@ -184,6 +305,7 @@ def _attempt(
         )
     if placed:
         stmt.commit()
+        budget.use()
         return
     stmt.discard()
     protected.clear()

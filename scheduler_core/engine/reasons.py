@@ -16,12 +16,15 @@ _EPOCH_THRESHOLD = 1e8  # below: simulated seconds from 0; above: epoch seconds
 RESOURCE_WORDS = ("GPUs", "CPU cores", "GiB of memory")
 
 
-def format_time(t: float) -> str:
-    """'t=600' for simulated time, 't=14:05' (UTC, with the date if not today's) for
-    epoch seconds."""
+def format_time(t: float, now: float | None = None) -> str:
+    """'t=600' for simulated time; for epoch seconds a UTC clock time, '14:05 UTC', with
+    the date in front when it is not the day of `now`."""
     if t < _EPOCH_THRESHOLD:
         return f"t={format_amount(t)}"
-    return "t=" + datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M")
+    when = datetime.fromtimestamp(t, tz=UTC)
+    today = datetime.fromtimestamp(now, tz=UTC).date() if now is not None else None
+    clock = when.strftime("%H:%M UTC")
+    return clock if when.date() == today else f"{when:%Y-%m-%d} {clock}"
 
 
 def fairshare_blocked(

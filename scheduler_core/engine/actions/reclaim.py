@@ -317,7 +317,7 @@ def _attempt(
         until, v = min(protected, key=lambda t: (t[0], t[1].spec.creation_order))
         reason = (
             "min_runtime",
-            f"waiting for {v.name}'s guaranteed runtime until {format_time(until)}",
+            f"waiting for {v.name}'s guaranteed runtime until {format_time(until, session.now)}",
         )
     else:
         reason = (

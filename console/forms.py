@@ -76,10 +76,13 @@ class SubmitForm(forms.Form):
         required=False, min_value=1, help_text="Blank: all pods start together (a strict gang)."
     )
     gpus = forms.FloatField(
-        min_value=0, initial=1, help_text="Per pod. 0.5 shares a device; 2 takes two devices."
+        label="GPUs",
+        min_value=0,
+        initial=1,
+        help_text="Per pod. 0.5 shares a device; 2 takes two devices.",
     )
-    cpu = forms.FloatField(min_value=0, initial=0, help_text="Cores per pod.")
-    memory = forms.FloatField(min_value=0, initial=0, help_text="GiB per pod.")
+    cpu = forms.FloatField(label="CPU", min_value=0, initial=0, help_text="Cores per pod.")
+    memory = forms.FloatField(label="Memory", min_value=0, initial=0, help_text="GiB per pod.")
     node_selector = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "gpu=a100"}),

@@ -52,6 +52,21 @@ class PoolSettingsSerializer(StrictInputSerializer):
         required=False,
         help_text="Upper bound on the moves a cycle evaluates when consolidating.",
     )
+    max_reclaims_per_cycle = StrictIntegerField(
+        min_value=1,
+        max_value=1_000_000,
+        required=False,
+        allow_null=True,
+        help_text="Reclaims one cycle may make in the pool (the next cycle goes on); "
+        "null = no bound.",
+    )
+    max_preemptions_per_cycle = StrictIntegerField(
+        min_value=1,
+        max_value=1_000_000,
+        required=False,
+        allow_null=True,
+        help_text="Priority preemptions one cycle may make in the pool; null = no bound.",
+    )
     min_guaranteed_runtime = StrictIntegerField(
         max_value=SECONDS_MAX,
         required=False,
@@ -107,6 +122,13 @@ class PoolSerializer(serializers.Serializer):
     )
     max_consolidation_evaluations = serializers.IntegerField(
         help_text="Upper bound on moves evaluated per cycle."
+    )
+    max_reclaims_per_cycle = serializers.IntegerField(
+        allow_null=True, help_text="Reclaims one cycle may make in the pool; null = no bound."
+    )
+    max_preemptions_per_cycle = serializers.IntegerField(
+        allow_null=True,
+        help_text="Priority preemptions one cycle may make in the pool; null = no bound.",
     )
     min_guaranteed_runtime = serializers.IntegerField(
         help_text="Seconds a started preemptible workload is safe from eviction."

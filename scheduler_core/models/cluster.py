@@ -23,6 +23,19 @@ class NodePool(models.Model):
     preemption = models.BooleanField(default=True)
     consolidation = models.BooleanField(default=True)
     max_consolidation_evaluations = models.PositiveIntegerField(default=100)
+    max_reclaims_per_cycle = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=100,
+        help_text="Reclaims one cycle may make in this pool (the next cycle goes on); "
+        "empty = no bound.",
+    )
+    max_preemptions_per_cycle = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=100,
+        help_text="Priority preemptions one cycle may make in this pool; empty = no bound.",
+    )
     min_guaranteed_runtime = models.PositiveIntegerField(
         default=0, help_text="Seconds a started preemptible workload is safe from eviction."
     )

@@ -50,6 +50,8 @@ POOL_CONFIG_KEYS = {
     "preemption",
     "consolidation",
     "max_consolidation_evaluations",
+    "max_reclaims_per_cycle",
+    "max_preemptions_per_cycle",
     "min_guaranteed_runtime",
     "over_quota_weight_from_quota",
     "fairshare_mode",
@@ -334,6 +336,9 @@ def _parse_config(where: _Where, raw: Any, base: dict[str, Any]) -> dict[str, An
         out["max_consolidation_evaluations"] = where.integer(
             data, "max_consolidation_evaluations", 100
         )
+    for key in ("max_reclaims_per_cycle", "max_preemptions_per_cycle"):
+        if key in data:  # null: no bound
+            out[key] = None if data[key] is None else where.integer(data, key, 100, minimum=1)
     if "min_guaranteed_runtime" in data:
         out["min_guaranteed_runtime"] = where.number(data, "min_guaranteed_runtime", 0.0)
     if "fairshare_mode" in data:

@@ -30,6 +30,8 @@ POOL_FIELDS = {
     "preemption": bool,
     "consolidation": bool,
     "max_consolidation_evaluations": int,
+    "max_reclaims_per_cycle": int,
+    "max_preemptions_per_cycle": int,
     "min_guaranteed_runtime": int,
     "over_quota_weight_from_quota": bool,
     "fairshare_mode": str,
@@ -37,6 +39,8 @@ POOL_FIELDS = {
     "time_based_half_life": int,
     "time_based_k": float,
 }
+# Per-cycle pacing of evictions: None means no bound.
+UNBOUNDED_WHEN_NONE = {"max_reclaims_per_cycle", "max_preemptions_per_cycle"}
 CHOICES = {
     "policy": Policy.values,
     "placement": Placement.values,
@@ -58,7 +62,11 @@ def _validate_pool_settings(settings: dict[str, Any]) -> None:
     errors = FieldErrors()
     for key, value in settings.items():
         kind = POOL_FIELDS.get(key)
-        if kind is None:
+        if key in UNBOUNDED_WHEN_NONE and value is None:
+            continue
+        if key in UNBOUNDED_WHEN_NONE and isinstance(value, int) and value < 1:
+            errors.add(key, f"must be at least 1 (or empty for no bound), got {value!r}")
+        elif kind is None:
             errors.add(key, "is not a pool setting")
         elif kind is bool and not isinstance(value, bool):
             errors.add(key, f"must be true or false, got {value!r}")

@@ -110,6 +110,8 @@ def _pool(pool: NodePool) -> dict[str, Any]:
         "preemption": pool.preemption,
         "consolidation": pool.consolidation,
         "max_consolidation_evaluations": pool.max_consolidation_evaluations,
+        "max_reclaims_per_cycle": pool.max_reclaims_per_cycle,
+        "max_preemptions_per_cycle": pool.max_preemptions_per_cycle,
         "min_guaranteed_runtime": pool.min_guaranteed_runtime,
         "over_quota_weight_from_quota": pool.over_quota_weight_from_quota,
         "fairshare_mode": pool.fairshare_mode,

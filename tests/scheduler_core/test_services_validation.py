@@ -281,6 +281,8 @@ def test_workload_actions(cluster):
         ({"fairshare_mode": "sometimes"}, "fairshare_mode"),
         ({"time_based_half_life": 0}, "time_based_half_life"),
         ({"colour": "blue"}, "colour"),
+        ({"max_reclaims_per_cycle": 0}, "max_reclaims_per_cycle"),
+        ({"max_preemptions_per_cycle": "lots"}, "max_preemptions_per_cycle"),
     ],
 )
 def test_pool_settings_rules(cluster, pool_settings, field):
@@ -337,3 +339,17 @@ def test_drain_requeues_without_counting_a_restart(cluster):
     job.refresh_from_db()
     node.refresh_from_db()
     assert (job.status, job.restarts, node.state) == ("pending", 0, "cordoned")
+
+
+def test_eviction_pacing_reaches_the_engine(cluster):
+    """An admin may bound reclaims per cycle, or lift the bound, and the engine sees it."""
+    from django.utils import timezone
+
+    from scheduler_core.adapters import load_snapshot
+
+    cluster_services.pool_update(
+        user=cluster["admin"], pool=cluster["pool"], max_reclaims_per_cycle=5,
+        max_preemptions_per_cycle=None,
+    )  # fmt: skip
+    (config,) = load_snapshot(timezone.now()).snapshot.pools
+    assert (config.max_reclaims_per_cycle, config.max_preemptions_per_cycle) == (5, None)

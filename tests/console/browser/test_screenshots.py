@@ -89,7 +89,7 @@ def test_screenshots_of_the_demo_cluster(live):
     alice.fill("#id_name", "llama-finetune")
     alice.fill("#id_pods", "2")
     alice.fill("#id_gpus", "4")
-    expect(alice.locator("#submit-preview")).to_contain_text("2 pods × 4 GPU")
+    expect(alice.locator("#submit-preview")).to_contain_text("2 pods \u00d7 4 GPU")
     live.screenshot(alice, "submit")
     alice.goto(f"{live.url}/")
     live.screenshot(alice, "overview-researcher")

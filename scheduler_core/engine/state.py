@@ -269,6 +269,33 @@ class WorkloadState:
         # queue order inside a project queue: higher priority, earlier, created first
         self.order_key = (-spec.priority, spec.submitted_at, spec.creation_order)
 
+    def flags(self) -> tuple[object, ...]:
+        """What a session step may change besides pods (eviction, move, failure, pool),
+        saved so that a discarded statement can put it back."""
+        return (
+            self.evicted,
+            self.evict_kind,
+            self.evict_reason,
+            self.evict_by,
+            self.moved,
+            self.failed,
+            self.fail_reason,
+            self.pool,
+        )
+
+    def set_flags(self, flags: tuple[object, ...]) -> None:
+        """Put back what `flags()` saved."""
+        (
+            self.evicted,
+            self.evict_kind,
+            self.evict_reason,
+            self.evict_by,
+            self.moved,
+            self.failed,
+            self.fail_reason,
+            self.pool,
+        ) = flags  # type: ignore[assignment]
+
     @property
     def running(self) -> bool:
         """True while it has pods bound."""

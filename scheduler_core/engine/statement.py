@@ -53,16 +53,7 @@ class Statement:
                 session.bind_pod(w, pod, index)
             else:
                 assert isinstance(data, tuple)
-                (
-                    w.evicted,
-                    w.evict_kind,
-                    w.evict_reason,
-                    w.evict_by,
-                    w.moved,
-                    w.failed,
-                    w.fail_reason,
-                    w.pool,
-                ) = data
+                w.set_flags(data)
 
     def bind(self, w: WorkloadState, pod: PodPlacement) -> None:
         """Bind one pod of `w` (the node must have room)."""
@@ -79,22 +70,7 @@ class Statement:
         self._journal.append((_UNBIND, w, (pod, index)))
 
     def _save_flags(self, w: WorkloadState) -> None:
-        self._journal.append(
-            (
-                _FLAGS,
-                w,
-                (
-                    w.evicted,
-                    w.evict_kind,
-                    w.evict_reason,
-                    w.evict_by,
-                    w.moved,
-                    w.failed,
-                    w.fail_reason,
-                    w.pool,
-                ),
-            )
-        )
+        self._journal.append((_FLAGS, w, w.flags()))
 
     def evict(self, w: WorkloadState, reason_kind: str, reason: str, by: str | None) -> None:
         """Unbind every pod of `w` and record why (it goes back to pending)."""
@@ -120,16 +96,7 @@ class Statement:
     def restore_flags(self, w: WorkloadState, flags: tuple[object, ...]) -> None:
         """Put back the eviction/move flags saved before a step that was given back."""
         self._save_flags(w)
-        (
-            w.evicted,
-            w.evict_kind,
-            w.evict_reason,
-            w.evict_by,
-            w.moved,
-            w.failed,
-            w.fail_reason,
-            w.pool,
-        ) = flags  # type: ignore[assignment]
+        w.set_flags(flags)
 
     def note_reason(self, w: WorkloadState, reason: str) -> None:
         """Record why `w` was shrunk (shown with the Shrink decision)."""

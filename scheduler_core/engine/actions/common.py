@@ -311,7 +311,7 @@ def free_and_place(
             if not allowed(step):
                 continue
             kept.append(v)
-            flags = _flags(v)
+            flags = v.flags()
             stmt.unbind(v, pod)
             stmt.note_reason(v, reason_for(v))
             applied.append((step, flags, [pod]))
@@ -327,7 +327,7 @@ def free_and_place(
             step = VictimStep(v)
             if not allowed(step):
                 continue
-            flags = _flags(v)
+            flags = v.flags()
             pods = list(v.pods)
             stmt.evict(v, evict_kind, reason_for(v), job.name)
             applied.append((step, flags, pods))
@@ -350,16 +350,3 @@ def free_and_place(
             stmt.bind(v, p)
         stmt.restore_flags(v, flags)
     return True
-
-
-def _flags(w: WorkloadState) -> tuple[object, ...]:
-    return (
-        w.evicted,
-        w.evict_kind,
-        w.evict_reason,
-        w.evict_by,
-        w.moved,
-        w.failed,
-        w.fail_reason,
-        w.pool,
-    )

@@ -3,9 +3,19 @@
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("fairway")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _publish_events_in_background(**kwargs) -> None:
+    """Workers run the scheduling loop: they hand events to a publisher thread instead of
+    waiting for the channel layer after every cycle (scheduler_core.event_publisher)."""
+    from scheduler_core import event_publisher
+
+    event_publisher.enable()

@@ -20,6 +20,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
+from scheduler_core import event_publisher
 from scheduler_core.choices import WorkloadStatus
 from scheduler_core.models import (
     DepartmentMembership,
@@ -144,7 +145,18 @@ def send_after_commit(messages: list[tuple[str, dict[str, Any]]]) -> None:
 
 
 def broadcast(messages: list[tuple[str, dict[str, Any]]]) -> None:
-    """Push messages through the channel layer; a failure here never breaks a write."""
+    """Push messages through the channel layer; a failure here never breaks a write.
+
+    In a Celery worker they go to a background publisher thread, so the scheduling loop
+    never waits on the channel layer (scheduler_core.event_publisher)."""
+    if event_publisher.enabled():
+        event_publisher.publish(messages, send_now)
+    else:
+        send_now(messages)
+
+
+def send_now(messages: list[tuple[str, dict[str, Any]]]) -> None:
+    """Push messages through the channel layer in this thread, each group's in order."""
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 

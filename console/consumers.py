@@ -86,10 +86,7 @@ def load_access(user_id: int) -> AccessSnapshot | None:
     user = get_user_model().objects.filter(pk=user_id).first()
     if not access.is_authenticated(user):
         return None
-    if access.is_system_admin(user):
-        return AccessSnapshot(user=user, project_ids=None)
-    ids = set(Project.objects.visible_to(user).values_list("pk", flat=True))
-    return AccessSnapshot(user=user, project_ids=ids)
+    return AccessSnapshot(user=user, project_ids=access.visible_project_ids(user))
 
 
 def authorize_groups(snapshot: AccessSnapshot, names: list[str]) -> tuple[list[str], list[str]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 
 from scheduler_core.choices import DepartmentRole, ProjectRole
@@ -38,6 +39,22 @@ def is_authenticated(user: AnyUser | None) -> bool:
 def is_system_admin(user: AnyUser | None) -> bool:
     """A system admin manages the whole cluster: pools, nodes, departments, every quota."""
     return is_authenticated(user) and bool(getattr(user, "is_superuser", False))
+
+
+def require_system_admin(user: AnyUser | None, what: str) -> None:
+    """Refuse unless `user` is a system admin; `what` ends the sentence "only system
+    admins ...", e.g. "delete pools"."""
+    if not is_system_admin(user):
+        raise PermissionDenied(f"only system admins {what}")
+
+
+def visible_project_ids(user: AnyUser | None) -> set[int] | None:
+    """Ids of the projects `user` may see; None means every project (system admin)."""
+    if is_system_admin(user):
+        return None
+    from scheduler_core.models import Project
+
+    return set(Project.objects.filter(project_q(user)).values_list("pk", flat=True).distinct())
 
 
 def project_q(user: AnyUser | None, path: str = "") -> Q:

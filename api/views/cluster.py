@@ -17,8 +17,9 @@ from api.serializers.cluster import (
 )
 from api.views.base import ApiViewSet
 from api.views.org import NAME_IN_URL
+from scheduler_core import access
 from scheduler_core.models import Node, NodePool
-from scheduler_core.selectors.nodes import node_list, pool_list, visible_project_ids
+from scheduler_core.selectors.nodes import node_list, pool_list
 from scheduler_core.services import cluster, removal
 
 
@@ -105,7 +106,7 @@ class NodeViewSet(ApiViewSet):
     def get_serializer_context(self):
         return {
             **super().get_serializer_context(),
-            "visible_project_ids": visible_project_ids(user=self.request.user),
+            "visible_project_ids": access.visible_project_ids(self.request.user),
         }
 
     def _show(self, node: Node, code: int = status.HTTP_200_OK) -> Response:

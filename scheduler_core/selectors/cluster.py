@@ -34,7 +34,7 @@ class PoolSummary:
 
 
 def pool_summaries() -> list[PoolSummary]:
-    """Per pool: nodes, GPUs total/allocated/free, running and pending workloads (4 queries)."""
+    """Per pool: nodes, GPUs total/allocated/free, running and pending workloads (5 queries)."""
     pools = list(NodePool.objects.order_by("name"))
     node_stats = {
         row["pool_id"]: row
@@ -57,7 +57,18 @@ def pool_summaries() -> list[PoolSummary]:
         .annotate(w=Count("workload_id", distinct=True))
     ):
         running[row["node__pool_id"]] = row["w"]
-    pending_total = Workload.objects.filter(status=WorkloadStatus.PENDING).count()
+    # A pending workload counts in each of its candidate pools (in every pool if it names
+    # none), as the queue view shows it.
+    pools_of: dict[int, set[int | None]] = {}
+    for pk, pool_id in Workload.objects.filter(status=WorkloadStatus.PENDING).values_list(
+        "pk", "pool_choices__pool_id"
+    ):
+        pools_of.setdefault(pk, set()).add(pool_id)
+    pending: dict[int, int] = {}
+    for choices in pools_of.values():
+        for pool in pools:
+            if None in choices or pool.pk in choices:
+                pending[pool.pk] = pending.get(pool.pk, 0) + 1
     summaries = []
     for pool in pools:
         stats = node_stats.get(pool.pk, {})
@@ -71,7 +82,7 @@ def pool_summaries() -> list[PoolSummary]:
                 gpus_total=stats.get("gpus") or 0,
                 gpus_allocated=round(allocated.get(pool.pk, 0.0), 2),
                 running=running.get(pool.pk, 0),
-                pending=pending_total if len(pools) == 1 else 0,
+                pending=pending.get(pool.pk, 0),
             )
         )
     return summaries

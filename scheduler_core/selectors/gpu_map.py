@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from scheduler_core import access
 from scheduler_core.choices import NodeState
-from scheduler_core.models import Allocation, Node, NodePool, Project
+from scheduler_core.models import Allocation, Node, NodePool
 
 
 @dataclass
@@ -83,7 +83,7 @@ def gpu_map(*, user, pool: NodePool | None = None) -> list[PoolMap]:
         return []
     pools = [pool] if pool is not None else list(NodePool.objects.order_by("name"))
     nodes = Node.objects.visible_to(user).filter(pool__in=pools).order_by("name")
-    visible = set(Project.objects.visible_to(user).values_list("pk", flat=True))
+    visible = access.visible_project_ids(user)
     allocations = (
         Allocation.objects.filter(node__pool__in=pools)
         .select_related("workload", "workload__project")
@@ -97,7 +97,7 @@ def gpu_map(*, user, pool: NodePool | None = None) -> list[PoolMap]:
         devices = [DeviceCell(index=i) for i in range(node.gpu_count)]
         for alloc in by_node.get(node.pk, []):
             project = alloc.workload.project
-            shown = project.pk in visible
+            shown = visible is None or project.pk in visible
             for index in alloc.gpu_devices or []:
                 if 0 <= index < len(devices):
                     devices[index].slices.append(

@@ -6,7 +6,7 @@ from django.db.models import Count, Prefetch, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from scheduler_core import access
-from scheduler_core.models import Allocation, Node, NodePool, Project
+from scheduler_core.models import Allocation, Node, NodePool
 
 
 def node_list(*, user) -> QuerySet[Node]:
@@ -32,10 +32,3 @@ def pool_list(*, user) -> QuerySet[NodePool]:
         node_count=Count("nodes"), gpu_count=Coalesce(Sum("nodes__gpu_count"), 0)
     )
     return qs if access.is_authenticated(user) else qs.none()
-
-
-def visible_project_ids(*, user) -> set[int] | None:
-    """Ids of the projects `user` may see; None means all of them (system admin)."""
-    if access.is_system_admin(user):
-        return None
-    return set(Project.objects.visible_to(user).values_list("pk", flat=True))

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
-from django.utils.text import slugify
 
 from scheduler_core import access
 from scheduler_core.choices import (
@@ -20,7 +18,7 @@ from scheduler_core.choices import (
 )
 from scheduler_core.events import event_record
 from scheduler_core.models import Allocation, Node, NodePool, Workload
-from scheduler_core.services.errors import FieldErrors, require_non_negative
+from scheduler_core.services.errors import FieldErrors, check_slug_name, require_non_negative
 from scheduler_core.triggers import request_cycle
 
 POOL_FIELDS = {
@@ -46,16 +44,6 @@ CHOICES = {
     "placement": Placement.values,
     "fairshare_mode": FairshareMode.values,
 }
-
-
-def _require_system_admin(user) -> None:
-    if not access.is_system_admin(user):
-        raise PermissionDenied("only system admins manage pools and nodes")
-
-
-def _check_slug(errors: FieldErrors, name: str) -> None:
-    if not name or slugify(name) != name:
-        errors.add("name", f"use lowercase letters, digits and dashes, got {name!r}")
 
 
 def _validate_pool_settings(settings: dict[str, Any]) -> None:
@@ -85,9 +73,9 @@ def _validate_pool_settings(settings: dict[str, Any]) -> None:
 
 def pool_create(*, user, name: str, **settings: Any) -> NodePool:
     """Create a node pool with its scheduling settings."""
-    _require_system_admin(user)
+    access.require_system_admin(user, "manage pools and nodes")
     errors = FieldErrors()
-    _check_slug(errors, name)
+    check_slug_name(errors, name)
     if NodePool.objects.filter(name=name).exists():
         errors.add("name", f"a pool named {name!r} already exists")
     errors.raise_if_any()
@@ -97,7 +85,7 @@ def pool_create(*, user, name: str, **settings: Any) -> NodePool:
 
 def pool_update(*, user, pool: NodePool, **settings: Any) -> NodePool:
     """Change a pool's policy or scheduling settings."""
-    _require_system_admin(user)
+    access.require_system_admin(user, "manage pools and nodes")
     _validate_pool_settings(settings)
     with transaction.atomic():
         for key, value in settings.items():
@@ -119,9 +107,9 @@ def node_create(
     labels: dict[str, str] | None = None,
 ) -> Node:
     """Add a node to a pool."""
-    _require_system_admin(user)
+    access.require_system_admin(user, "manage pools and nodes")
     errors = FieldErrors()
-    _check_slug(errors, name)
+    check_slug_name(errors, name)
     if not isinstance(gpu_count, int) or isinstance(gpu_count, bool) or gpu_count < 0:
         errors.add("gpu_count", f"must be a whole number of 0 or more, got {gpu_count!r}")
     require_non_negative(errors, "cpu", cpu)
@@ -218,7 +206,7 @@ def _set_state(node: Node, state: str, reason: str) -> Node:
 
 def node_cordon(*, user, node: Node) -> Node:
     """Stop new pods from landing on a node; its pods keep running."""
-    _require_system_admin(user)
+    access.require_system_admin(user, "manage pools and nodes")
     with transaction.atomic():
         node = _set_state(node, NodeState.CORDONED, f"node {node.name} cordoned by {user}")
         request_cycle()
@@ -227,7 +215,7 @@ def node_cordon(*, user, node: Node) -> Node:
 
 def node_uncordon(*, user, node: Node) -> Node:
     """Let a cordoned or down node take pods again."""
-    _require_system_admin(user)
+    access.require_system_admin(user, "manage pools and nodes")
     with transaction.atomic():
         node = _set_state(node, NodeState.READY, f"node {node.name} is ready ({user})")
         node.last_heartbeat = timezone.now()
@@ -238,7 +226,7 @@ def node_uncordon(*, user, node: Node) -> Node:
 
 def node_drain(*, user, node: Node) -> Node:
     """Cordon a node and move its workloads elsewhere (they are re-queued, no restart counted)."""
-    _require_system_admin(user)
+    access.require_system_admin(user, "manage pools and nodes")
     with transaction.atomic():
         node = _set_state(node, NodeState.CORDONED, f"node {node.name} drained by {user}")
         evict_pods_on_node(node, reason=f"node {node.name} was drained", fault=False)

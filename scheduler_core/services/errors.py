@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
+from django.utils.text import slugify
 
 
 class FieldErrors:
@@ -20,6 +21,15 @@ class FieldErrors:
     def raise_if_any(self) -> None:
         if self.errors:
             raise ValidationError(self.errors)
+
+
+def check_slug_name(errors: FieldErrors, name: str) -> None:
+    """Names are slugs: they appear in URLs and scenario files."""
+    if not name or slugify(name) != name:
+        errors.add(
+            "name",
+            f"use lowercase letters, digits and dashes (like 'vision-team'), got {name!r}",
+        )
 
 
 def require_non_negative(errors: FieldErrors, field: str, value: float | None) -> None:

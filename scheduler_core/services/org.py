@@ -5,21 +5,12 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.utils.text import slugify
 
 from scheduler_core import access
 from scheduler_core.choices import DepartmentRole, ProjectRole
 from scheduler_core.models import Department, DepartmentMembership, Project, ProjectMembership
-from scheduler_core.services.errors import FieldErrors
+from scheduler_core.services.errors import FieldErrors, check_slug_name
 from scheduler_core.triggers import request_cycle
-
-
-def _check_name(errors: FieldErrors, name: str) -> None:
-    if not name or slugify(name) != name:
-        errors.add(
-            "name",
-            f"use lowercase letters, digits and dashes (like 'vision-team'), got {name!r}",
-        )
 
 
 def _check_weight_rank(errors: FieldErrors, rank, weight) -> None:
@@ -29,18 +20,13 @@ def _check_weight_rank(errors: FieldErrors, rank, weight) -> None:
         errors.add("over_quota_weight", f"must be a number of 0 or more, got {weight!r}")
 
 
-def _require_system_admin(user) -> None:
-    if not access.is_system_admin(user):
-        raise PermissionDenied("only system admins can do this")
-
-
 def department_create(
     *, user, name: str, rank: int = 0, over_quota_weight: float = 1.0, description: str = ""
 ) -> Department:
     """Create a department (system admins)."""
-    _require_system_admin(user)
+    access.require_system_admin(user, "can do this")
     errors = FieldErrors()
-    _check_name(errors, name)
+    check_slug_name(errors, name)
     _check_weight_rank(errors, rank, over_quota_weight)
     if Department.objects.filter(name=name).exists():
         errors.add("name", f"a department named {name!r} already exists")
@@ -89,7 +75,7 @@ def project_create(
     if not access.can_manage_department(user, department):
         raise PermissionDenied(f"you do not manage department {department}")
     errors = FieldErrors()
-    _check_name(errors, name)
+    check_slug_name(errors, name)
     _check_weight_rank(errors, rank, over_quota_weight)
     if Project.objects.filter(name=name).exists():
         errors.add("name", f"a project named {name!r} already exists")
@@ -161,7 +147,7 @@ def department_set_member(
     *, user, department: Department, username: str, role: str
 ) -> DepartmentMembership:
     """Make a user an admin or viewer of a department (system admins)."""
-    _require_system_admin(user)
+    access.require_system_admin(user, "can do this")
     if role not in DepartmentRole.values:
         raise ValidationError({"role": f"must be one of {', '.join(DepartmentRole.values)}"})
     member = _member_user(username)

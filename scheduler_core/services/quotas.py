@@ -112,8 +112,7 @@ def department_set_quota(
     limit_memory=UNSET,
 ) -> Quota:
     """Set a department's deserved quota and limits in a pool (system admins)."""
-    if not access.is_system_admin(user):
-        raise PermissionDenied("only system admins set department quotas")
+    access.require_system_admin(user, "set department quotas")
     return _set_quota(
         "department",
         department,

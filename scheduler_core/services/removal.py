@@ -37,8 +37,7 @@ def _names(qs, limit: int = 5) -> str:
 
 def department_delete(*, user, department: Department) -> None:
     """Delete a department with no projects (system admins); its quotas go with it."""
-    if not access.is_system_admin(user):
-        raise PermissionDenied("only system admins delete departments")
+    access.require_system_admin(user, "delete departments")
     projects = Project.objects.filter(department=department)
     if projects.exists():
         raise ResourceInUse(
@@ -68,8 +67,7 @@ def project_delete(*, user, project: Project) -> None:
 
 def pool_delete(*, user, pool: NodePool) -> None:
     """Delete an empty pool (system admins) that no unfinished workload is limited to."""
-    if not access.is_system_admin(user):
-        raise PermissionDenied("only system admins delete pools")
+    access.require_system_admin(user, "delete pools")
     nodes = Node.objects.filter(pool=pool)
     if nodes.exists():
         raise ResourceInUse(f"pool {pool} still has nodes ({_names(nodes)}): delete them first")
@@ -90,8 +88,7 @@ def pool_delete(*, user, pool: NodePool) -> None:
 
 def node_delete(*, user, node: Node) -> None:
     """Remove a node without pods (system admins): drain it first."""
-    if not access.is_system_admin(user):
-        raise PermissionDenied("only system admins delete nodes")
+    access.require_system_admin(user, "delete nodes")
     with transaction.atomic():
         node = Node.objects.select_for_update().get(pk=node.pk)
         if Allocation.objects.filter(node=node).exists():
@@ -102,6 +99,5 @@ def node_delete(*, user, node: Node) -> None:
 
 def department_remove_member(*, user, department: Department, username: str) -> None:
     """Remove a user's admin or viewer role in a department (system admins)."""
-    if not access.is_system_admin(user):
-        raise PermissionDenied("only system admins change department members")
+    access.require_system_admin(user, "change department members")
     DepartmentMembership.objects.filter(department=department, user__username=username).delete()

@@ -276,6 +276,12 @@ CYCLE_RECORD_RETENTION = float(os.environ.get("CYCLE_RECORD_RETENTION", str(7 * 
 # Celery queue of scheduling cycles ("" = Celery's default queue). A dedicated queue served
 # by its own worker keeps cycles from waiting behind long what-if simulations.
 SCHEDULER_CYCLE_QUEUE = os.environ.get("SCHEDULER_CYCLE_QUEUE", "")
+# A worker runs cycles back to back while they are wanted, for at most this many seconds
+# per task; between cycles it waits up to SCHEDULER_LOOP_WAIT seconds for the next
+# simulated run to end (checking for new requests every SCHEDULER_LOOP_POLL seconds).
+SCHEDULER_LOOP_SECONDS = float(os.environ.get("SCHEDULER_LOOP_SECONDS", "10"))
+SCHEDULER_LOOP_WAIT = float(os.environ.get("SCHEDULER_LOOP_WAIT", "1"))
+SCHEDULER_LOOP_POLL = float(os.environ.get("SCHEDULER_LOOP_POLL", "0.01"))
 # Namespace of the scheduler's cache keys and locks (separate installations sharing a Redis).
 SCHEDULER_KEY_PREFIX = os.environ.get("SCHEDULER_KEY_PREFIX", "fairway")
 # Seconds the non-PostgreSQL (Redis) cycle lock lives without renewal if its holder dies.

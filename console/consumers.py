@@ -37,7 +37,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
-from scheduler_core import access
+from scheduler_core import access, watched_groups
 from scheduler_core.events import CLUSTER_GROUP, user_group
 from scheduler_core.models import NodePool, Project, Workload
 from scheduler_core.selectors.simulations import simulations_visible_to
@@ -146,6 +146,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             groups.add(self.personal_group)
         for group in groups:
             await self.channel_layer.group_discard(group, self.channel_name)
+            if group in getattr(self, "subscriptions", ()):
+                await watched_groups.aunwatch(group)
 
     # --- client -> server ----------------------------------------------------------------
 
@@ -199,6 +201,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         accepted, denied = await database_sync_to_async(authorize_groups)(self.snapshot, groups)
         for group in accepted:
             if group not in self.subscriptions:
+                await watched_groups.awatch(group)
                 await self.channel_layer.group_add(group, self.channel_name)
                 self.subscriptions.add(group)
         await self.send_json({"type": "subscribed", "groups": accepted, "denied": denied})
@@ -208,6 +211,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         for group in left:
             await self.channel_layer.group_discard(group, self.channel_name)
             self.subscriptions.discard(group)
+            await watched_groups.aunwatch(group)
         frame: dict[str, Any] = {"type": "unsubscribed", "groups": left if reason else groups}
         if reason:
             frame["reason"] = reason
@@ -234,18 +238,18 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
 
     # --- channel layer -> client ------------------------------------------------------------
 
-    async def scheduling_event(self, message: dict[str, Any]) -> None:
-        """A SchedulingEvent (see scheduler_core.events); only if its project is visible."""
+    async def scheduling_events(self, message: dict[str, Any]) -> None:
+        """SchedulingEvents of one commit for one group (see scheduler_core.events), sent
+        on one frame each, only those whose project the user may see."""
         if self.snapshot is None:
             return
         await self.refresh_access(force=False)
-        event = message.get("event") or {}
-        if self.snapshot is None or not self.snapshot.may_see_project(event.get("project_id")):
-            return
         group = message.get("group")
-        if group is not None and group not in self.subscriptions:
+        if self.snapshot is None or (group is not None and group not in self.subscriptions):
             return  # left the group while this message was on its way
-        await self.send_json({"type": "event", "group": group, "event": event})
+        for event in message.get("events") or []:
+            if self.snapshot.may_see_project(event.get("project_id")):
+                await self.send_json({"type": "event", "group": group, "event": event})
 
     async def simulation_progress(self, message: dict[str, Any]) -> None:
         """Progress of a what-if run (only its creator and system admins join its group)."""

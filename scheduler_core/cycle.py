@@ -10,6 +10,9 @@
    usage samples when due, and a CycleRecord. A worker killed before the commit leaves
    the database as it was; its lock dies with it.
 5. Release the lock; run one follow-up if anyone asked for it meanwhile.
+
+Workers run cycles through `run_scheduling_loop`: back to back under one lock while
+requests keep coming or simulated runs keep ending, for a bounded time.
 """
 
 from __future__ import annotations
@@ -55,19 +58,87 @@ class CycleReport:
 
 def run_cycle(*, now: datetime | None = None) -> CycleReport:
     """Run one scheduling cycle unless another one is running (then queue a follow-up)."""
-    lock = new_cycle_lock()
-    if not lock.acquire():
-        triggers.want_follow_up()
-        # The holder may have released the lock (and checked for follow-ups) just now.
-        if not lock.acquire():
-            return CycleReport(ran=False)
+    lock = _acquire()
+    if lock is None:
+        return CycleReport(ran=False)
     triggers.take_follow_up()  # this cycle reads the state every earlier request saw
     try:
         return _run_locked(lock, now)
     finally:
-        lock.release()
-        if triggers.take_follow_up():
-            triggers.enqueue_cycle()
+        _release(lock)
+
+
+def run_scheduling_loop(*, seconds: float | None = None, wait: bool = True) -> list[CycleReport]:
+    """Run cycles back to back under one lock while one is wanted, for up to `seconds`
+    (settings.SCHEDULER_LOOP_SECONDS); returns them (none if another worker holds the lock).
+
+    A cycle is wanted when something changed (a request arrived since the last cycle read
+    the database) or, with `wait`, when a simulated run ends within SCHEDULER_LOOP_WAIT
+    seconds: the loop waits for that moment, still holding the lock, and wakes early for a
+    request (see _wait_for_next_cycle). Freed GPUs are so refilled at once. At the end
+    the lock is released and a request that is still open is handed to a new task, so
+    other tasks on this worker get their turn.
+    """
+    lock = _acquire()
+    if lock is None:
+        return []
+    budget = settings.SCHEDULER_LOOP_SECONDS if seconds is None else seconds
+    end = time.monotonic() + budget
+    reports = []
+    try:
+        while True:
+            triggers.take_follow_up()
+            report = _run_locked(lock, None)
+            reports.append(report)
+            last_cycle = report.record.duration_seconds if report.record else 0.0
+            if time.monotonic() >= end or not _wait_for_next_cycle(end, wait, last_cycle):
+                break
+    finally:
+        _release(lock)
+    return reports
+
+
+def _acquire() -> CycleLock | None:
+    """The cycle lock, or None (and a follow-up asked for) when another worker has it."""
+    lock = new_cycle_lock()
+    if lock.acquire():
+        return lock
+    triggers.want_follow_up()
+    # The holder may have released the lock (and checked for follow-ups) just now.
+    return lock if lock.acquire() else None
+
+
+def _release(lock: CycleLock) -> None:
+    lock.release()
+    if triggers.take_follow_up():
+        triggers.enqueue_cycle()
+
+
+def _wait_for_next_cycle(end: float, wait: bool, last_cycle: float) -> bool:
+    """Wait (holding the lock) until the next cycle should start; False when none should
+    before the loop's `end`.
+
+    The next cycle starts when a request is open, or when the next simulated run ends. A
+    request that comes less than one cycle (`last_cycle` seconds) before a run ends waits
+    for it: a cycle started now would still be running then, and the GPUs the run frees
+    would stay idle until the cycle after it. So freed GPUs are refilled at once, and no
+    request waits longer than about one cycle more.
+    """
+    wanted = triggers.follow_up_wanted()
+    next_end = runtime.next_completion_at() if wait else None
+    if next_end is None:
+        return wanted
+    due = time.monotonic() + (next_end - timezone.now()).total_seconds()
+    limit = min(end, time.monotonic() + settings.SCHEDULER_LOOP_WAIT)
+    poll = settings.SCHEDULER_LOOP_POLL
+    while (left := due - time.monotonic()) > 0:
+        if wanted and left > last_cycle:
+            return True
+        if not wanted and due > limit:
+            return False
+        time.sleep(min(poll, left))
+        wanted = wanted or triggers.follow_up_wanted()
+    return True
 
 
 def read_snapshot(now: datetime) -> LiveSnapshot:

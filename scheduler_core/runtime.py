@@ -73,17 +73,29 @@ def progress_kept(
     return max(progress, math.floor(done / every + 1e-9) * every)
 
 
-def due_completions(now: datetime) -> list[Completion]:
-    """Running workloads whose simulated duration is up at `now` (one query)."""
+def _simulated_runs() -> list[Completion]:
+    """Every running workload with a simulated duration, and when its run ends (one query)."""
     rows = Workload.objects.filter(
         status=WorkloadStatus.RUNNING, started_at__isnull=False, spec__has_key="duration"
     ).values_list("pk", "started_at", "progress_seconds", "spec")
-    due = []
+    runs = []
     for pk, started_at, progress, spec in rows:
         finish = due_at(spec=spec, progress=progress, started_at=started_at)
-        if finish is not None and finish <= now:
-            due.append(Completion(pk, started_at, finish))
-    return due
+        if finish is not None:
+            runs.append(Completion(pk, started_at, finish))
+    return runs
+
+
+def due_completions(now: datetime) -> list[Completion]:
+    """Running workloads whose simulated duration is up at `now` (one query)."""
+    return [run for run in _simulated_runs() if run.finished_at <= now]
+
+
+def next_completion_at() -> datetime | None:
+    """When the next simulated run ends (None without simulated runtime or runs)."""
+    if not settings.SIMULATED_RUNTIME:
+        return None
+    return min((run.finished_at for run in _simulated_runs()), default=None)
 
 
 def complete_due(*, now: datetime | None = None, request: bool = True) -> int:

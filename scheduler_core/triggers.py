@@ -10,6 +10,9 @@ after commit. Requests are coalesced without losing any:
 - a task that finds the cycle lock taken leaves a "follow-up wanted" mark; the lock holder
   checks it after releasing the lock and enqueues exactly one follow-up.
 
+- every request also leaves the "follow-up wanted" mark, which a worker's scheduling loop
+  (scheduler_core.cycle.run_scheduling_loop) watches between its cycles.
+
 So a burst of a thousand submissions causes a handful of cycles, and the last change of
 any burst is always seen by a cycle that starts after it.
 """
@@ -41,8 +44,14 @@ def follow_up_key() -> str:
 
 
 def request_cycle() -> None:
-    """Enqueue one scheduling cycle after the current transaction commits."""
-    transaction.on_commit(enqueue_cycle)
+    """Ask for a scheduling cycle after the current transaction commits."""
+    transaction.on_commit(_requested)
+
+
+def _requested() -> None:
+    # A worker's scheduling loop runs the follow-up itself; otherwise the task does.
+    want_follow_up()
+    enqueue_cycle()
 
 
 def enqueue_cycle() -> bool:
@@ -76,6 +85,11 @@ def cycle_task_started() -> None:
 def want_follow_up() -> None:
     """A cycle was asked for while another one ran: run one more after it."""
     cache.set(follow_up_key(), 1, timeout=FOLLOW_UP_TTL)
+
+
+def follow_up_wanted() -> bool:
+    """Whether a cycle was asked for since the last one started (without taking it)."""
+    return cache.get(follow_up_key()) is not None
 
 
 def take_follow_up() -> bool:

@@ -3,6 +3,7 @@ a test asks for it (fixture `autorun_cycles`), so each test decides when the sch
 
 import pytest
 
+from scheduler_core.adapters.snapshot import memo
 from tests import factories
 
 
@@ -10,6 +11,15 @@ from tests import factories
 def _no_autorun_cycles(settings):
     settings.SCHEDULER_AUTORUN = False
     settings.PENDING_REASON_REFRESH = 0  # every cycle rewrites reasons unless a test says
+
+
+@pytest.fixture(autouse=True)
+def _fresh_workload_memo():
+    """Rolled-back tests hand out the same primary keys again: start each with an empty
+    memo of workloads (scheduler_core.adapters.snapshot.WorkloadMemo)."""
+    memo.forget()
+    yield
+    memo.forget()
 
 
 @pytest.fixture(autouse=True)

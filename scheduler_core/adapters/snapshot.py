@@ -41,12 +41,18 @@ from scheduler_core.models import (
     WorkloadCandidatePool,
 )
 
-WORKLOAD_FIELDS = (
-    "pk", "project_id", "name", "kind", "priority", "preemptible", "pods", "min_pods", "gpus",
-    "cpu", "memory", "groups", "node_selector", "weight", "backoff_limit", "restarts", "spec",
-    "status", "pending_reason", "pending_reason_kind", "queue_position", "submitted_at",
-    "started_at", "progress_seconds", "version",
+# Read every cycle: what the scheduler itself changes without a new version.
+HOT_FIELDS = (
+    "pk", "version", "status", "restarts", "pending_reason", "pending_reason_kind",
+    "queue_position", "started_at", "progress_seconds",
 )  # fmt: skip
+# Read once per workload version (see WorkloadMemo).
+STATIC_FIELDS = (
+    "pk", "version", "project_id", "name", "kind", "priority", "preemptible", "pods",
+    "min_pods", "gpus", "cpu", "memory", "groups", "node_selector", "weight", "backoff_limit",
+    "spec", "submitted_at",
+)  # fmt: skip
+MEMO_IN_LIST = 2000  # more unknown workloads than this: read the static part of all
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +181,111 @@ def _group_specs(shapes: tuple[tuple[Any, ...], ...]) -> tuple[PodGroupSpec, ...
     )
 
 
+@dataclass(frozen=True, slots=True)
+class StaticPart:
+    """What a workload cannot change without a new version: read once per version."""
+
+    version: int
+    project_id: int
+    name: str
+    kind: str
+    priority: int
+    preemptible: bool
+    groups: tuple[PodGroupSpec, ...]
+    node_selector: dict[str, str]
+    weight: float
+    backoff_limit: int | None
+    spec: dict[str, Any]
+    submitted_at: float
+    pool_ids: tuple[int, ...]
+
+
+class WorkloadMemo:
+    """The static part of every active workload, kept between cycles in this process, and
+    the engine's spec of each waiting one.
+
+    A cycle on a long queue would otherwise spend most of its time decoding the same
+    thousands of rows (JSON fields, timestamps) into the same objects. Every change a
+    user or the runtime makes to a workload raises its version (the apply step's version
+    check relies on that too), so a memo entry is good while the version matches; what
+    the scheduler changes itself (status, reasons, positions, start, restarts) is read
+    every cycle. Entries of workloads that are no longer active are dropped each cycle.
+    """
+
+    def __init__(self) -> None:
+        self.static: dict[int, StaticPart] = {}
+        self.specs: dict[int, tuple[tuple[Any, ...], WorkloadSpec]] = {}
+
+    def forget(self) -> None:
+        """Drop everything (tests whose rolled-back rows' keys come back)."""
+        self.static.clear()
+        self.specs.clear()
+
+    def refresh(self, hot: list[tuple[Any, ...]]) -> dict[int, StaticPart]:
+        """The static part of each workload of `hot` (rows of HOT_FIELDS), reading only
+        those not known at their version (two queries, or none)."""
+        known = self.static
+        missing = [pk for pk, version, *_ in hot if pk not in known or known[pk].version != version]
+        fresh = _read_static(missing) if missing else {}
+        current = {}
+        for pk, version, *_ in hot:
+            part = fresh.get(pk) or known.get(pk)
+            if part is not None and part.version == version:
+                current[pk] = part
+        self.static = current
+        self.specs = {pk: entry for pk, entry in self.specs.items() if pk in current}
+        return current
+
+    def waiting_spec(
+        self, pk: int, version: int, part: StaticPart, project: str, pools: tuple[str, ...],
+        status: str, restarts: int,
+    ) -> WorkloadSpec:  # fmt: skip
+        """The spec of a workload without pods, built again only when what it is built
+        from changed (its version, status or restarts, or a project or pool name)."""
+        key = (version, status, restarts, project, pools)
+        entry = self.specs.get(pk)
+        if entry is not None and entry[0] == key:
+            return entry[1]
+        spec = _workload_spec(pk, part, project, pools, status, restarts, (), None, None)
+        self.specs[pk] = (key, spec)
+        return spec
+
+
+memo = WorkloadMemo()
+
+
+def _read_static(pks: list[int]) -> dict[int, StaticPart]:
+    """Static parts of workloads `pks` (active ones), with their candidate pools."""
+    rows = Workload.objects.filter(status__in=ACTIVE_STATES)
+    links = WorkloadCandidatePool.objects.filter(workload__status__in=ACTIVE_STATES)
+    if len(pks) <= MEMO_IN_LIST:
+        rows = rows.filter(pk__in=pks)
+        links = links.filter(workload_id__in=pks)
+    pools: dict[int, list[int]] = defaultdict(list)
+    for workload_id, pool_id in links.order_by("workload_id", "preference", "pk").values_list(
+        "workload_id", "pool_id"
+    ):
+        pools[workload_id].append(pool_id)
+    return {
+        r["pk"]: StaticPart(
+            version=r["version"],
+            project_id=r["project_id"],
+            name=r["name"],
+            kind=r["kind"],
+            priority=r["priority"],
+            preemptible=r["preemptible"],
+            groups=_groups(r),
+            node_selector=r["node_selector"] or {},
+            weight=r["weight"],
+            backoff_limit=r["backoff_limit"],
+            spec=r["spec"] or {},
+            submitted_at=r["submitted_at"].timestamp(),
+            pool_ids=tuple(pools.get(r["pk"], ())),
+        )
+        for r in rows.values(*STATIC_FIELDS)
+    }
+
+
 def _queue_keys(departments: list[dict], projects: list[dict]) -> dict[tuple[str, int], str]:
     """Names as keys; a department sharing a project's name gets a suffix."""
     keys = {("project", p["pk"]): p["name"] for p in projects}
@@ -186,7 +297,8 @@ def _queue_keys(departments: list[dict], projects: list[dict]) -> dict[tuple[str
 
 
 def load_snapshot(now: datetime) -> LiveSnapshot:
-    """Read the cluster as of `now` in a constant number of queries (nine)."""
+    """Read the cluster as of `now` in a constant number of queries (eight, plus two for
+    workloads new to this process's WorkloadMemo)."""
     pools = list(NodePool.objects.order_by("pk"))
     pool_names = {p.pk: p.name for p in pools}
     nodes = list(
@@ -208,18 +320,12 @@ def load_snapshot(now: datetime) -> LiveSnapshot:
             "limit_gpus", "limit_cpu", "limit_memory",
         )
     )  # fmt: skip
-    rows = list(
+    hot = list(
         Workload.objects.filter(status__in=ACTIVE_STATES)
         .order_by("submitted_at", "pk")
-        .values(*WORKLOAD_FIELDS)
+        .values_list(*HOT_FIELDS)
     )
-    candidates: dict[int, list[str]] = defaultdict(list)
-    for workload_id, pool_id in (
-        WorkloadCandidatePool.objects.filter(workload__status__in=ACTIVE_STATES)
-        .order_by("workload_id", "preference", "pk")
-        .values_list("workload_id", "pool_id")
-    ):
-        candidates[workload_id].append(pool_names[pool_id])
+    static = memo.refresh(hot)
     allocations: dict[int, list[AllocationRow]] = defaultdict(list)
     for pk, workload_id, group, pod_index, node_id, devices, fraction in (
         Allocation.objects.filter(workload__status__in=ACTIVE_STATES)
@@ -270,51 +376,44 @@ def load_snapshot(now: datetime) -> LiveSnapshot:
 
     workload_specs = []
     workload_rows: dict[int, WorkloadRow] = {}
-    for r in rows:
-        pods = allocations.get(r["pk"], [])
-        running = r["status"] == WorkloadStatus.RUNNING
-        workload_specs.append(
-            WorkloadSpec(
-                id=str(r["pk"]),
-                name=r["name"],
-                project=queue_keys[("project", r["project_id"])],
-                groups=_groups(r),
-                kind=r["kind"],
-                priority=r["priority"],
-                preemptible=r["preemptible"],
-                pools=tuple(candidates.get(r["pk"], ())),
-                node_selector=r["node_selector"] or {},
-                weight=r["weight"],
-                submitted_at=r["submitted_at"].timestamp(),
-                creation_order=r["pk"],
-                backoff_limit=r["backoff_limit"],
-                restarts=r["restarts"],
-                status=r["status"],
-                pods=tuple(
-                    PodPlacement(a.group, node_names[a.node_id], a.gpu_devices, a.gpu_fraction)
-                    for a in pods
-                )
-                if running
-                else (),
-                pool=pool_names[node_pools[pods[0].node_id]] if running and pods else None,
-                started_at=epoch(r["started_at"]) if running else None,
+    for pk, version, status, restarts, reason, reason_kind, position, started, progress in hot:
+        part = static.get(pk)
+        if part is None:
+            continue  # became inactive between the two reads (not at REPEATABLE READ)
+        project = queue_keys[("project", part.project_id)]
+        candidates = tuple(pool_names[p] for p in part.pool_ids)
+        pods = allocations.get(pk, [])
+        if status == WorkloadStatus.RUNNING:
+            placements = tuple(
+                PodPlacement(a.group, node_names[a.node_id], a.gpu_devices, a.gpu_fraction)
+                for a in pods
             )
-        )
-        workload_rows[r["pk"]] = WorkloadRow(
-            pk=r["pk"],
-            project_id=r["project_id"],
-            name=r["name"],
-            priority=r["priority"],
-            status=r["status"],
-            pending_reason=r["pending_reason"],
-            pending_reason_kind=r["pending_reason_kind"],
-            queue_position=r["queue_position"],
-            started_at=r["started_at"],
-            progress_seconds=r["progress_seconds"],
-            restarts=r["restarts"],
-            backoff_limit=r["backoff_limit"],
-            spec=r["spec"] or {},
-            version=r["version"],
+            pool = pool_names[node_pools[pods[0].node_id]] if pods else None
+            workload_specs.append(
+                _workload_spec(
+                    pk, part, project, candidates, status, restarts, placements, pool,
+                    epoch(started),
+                )
+            )  # fmt: skip
+        else:
+            workload_specs.append(
+                memo.waiting_spec(pk, version, part, project, candidates, status, restarts)
+            )
+        workload_rows[pk] = WorkloadRow(
+            pk=pk,
+            project_id=part.project_id,
+            name=part.name,
+            priority=part.priority,
+            status=status,
+            pending_reason=reason,
+            pending_reason_kind=reason_kind,
+            queue_position=position,
+            started_at=started,
+            progress_seconds=progress,
+            restarts=restarts,
+            backoff_limit=part.backoff_limit,
+            spec=part.spec,
+            version=version,
             allocations=pods,
         )
 
@@ -349,6 +448,39 @@ def load_snapshot(now: datetime) -> LiveSnapshot:
         queue_owners={key: owner for owner, key in queue_keys.items()},
         workloads=workload_rows,
         project_departments=project_departments,
+    )
+
+
+def _workload_spec(
+    pk: int,
+    part: StaticPart,
+    project: str,
+    pools: tuple[str, ...],
+    status: str,
+    restarts: int,
+    pods: tuple[PodPlacement, ...],
+    pool: str | None,
+    started_at: float | None,
+) -> WorkloadSpec:
+    return WorkloadSpec(
+        id=str(pk),
+        name=part.name,
+        project=project,
+        groups=part.groups,
+        kind=part.kind,
+        priority=part.priority,
+        preemptible=part.preemptible,
+        pools=pools,
+        node_selector=part.node_selector,
+        weight=part.weight,
+        submitted_at=part.submitted_at,
+        creation_order=pk,
+        backoff_limit=part.backoff_limit,
+        restarts=restarts,
+        status=status,
+        pods=pods,
+        pool=pool,
+        started_at=started_at,
     )
 
 

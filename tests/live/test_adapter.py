@@ -29,14 +29,14 @@ def test_snapshot_takes_the_same_number_of_queries_for_any_cluster_size(
     cluster["pool"].fairshare_mode = FairshareMode.TIME_BASED
     cluster["pool"].save()
     _populate(cluster, 2)
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(10):
         small = load_snapshot(timezone.now())
     _populate_more = [factories.node(cluster["pool"], f"extra-{i}") for i in range(5)]
     assert _populate_more
     for i in range(2, 8):
         w = factories.workload(cluster["infra"], f"more-{i}")
         WorkloadCandidatePool.objects.create(workload=w, pool=cluster["pool"])
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(10):
         big = load_snapshot(timezone.now())
     assert len(big.snapshot.workloads) > len(small.snapshot.workloads)
     assert len(big.snapshot.nodes) == 7

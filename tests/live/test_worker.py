@@ -91,7 +91,7 @@ class _Subscribed:
                     message = await asyncio.wait_for(self.layer.receive(self.channel), remaining)
                 except TimeoutError:
                     continue
-                seen.append(message["event"])
+                seen.extend(message["events"])
             return seen
 
         return async_to_sync(collect)()

@@ -1,0 +1,62 @@
+"""Which per-workload event groups someone is listening to.
+
+A cycle on a busy cluster records thousands of events, each meant for its workload's
+group `workload-<id>` as well as the cluster, pool and project groups. Almost no workload
+group has a listener at any moment (a browser watches the few workloads whose pages are
+open), and each channel-layer send costs about as much as a listener would, so events are
+sent to a workload group only while a websocket subscribes to it. The console consumer
+counts its subscriptions here (in the shared cache); the publisher reads the counts in one
+round trip per batch.
+
+A consumer that dies without unsubscribing leaves its count up: its workloads' events are
+then sent for nothing, which costs a little but never loses one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.core.cache import cache
+
+WATCHED_PREFIXES = ("workload-",)
+
+
+def is_watched_kind(group: str) -> bool:
+    """Whether `group` is sent to only while someone listens (a per-workload group)."""
+    return group.startswith(WATCHED_PREFIXES)
+
+
+def _key(group: str) -> str:
+    return f"{settings.SCHEDULER_KEY_PREFIX}:listeners:{group}"
+
+
+async def awatch(group: str) -> None:
+    """A websocket joins `group`: count it before it joins, so no event is skipped."""
+    if not is_watched_kind(group):
+        return
+    await cache.aadd(_key(group), 0, timeout=None)
+    await cache.aincr(_key(group))
+
+
+async def aunwatch(group: str) -> None:
+    """A websocket left `group`."""
+    if not is_watched_kind(group):
+        return
+    try:
+        if await cache.adecr(_key(group)) <= 0:
+            await cache.adelete(_key(group))
+    except ValueError:  # never counted (or the cache was flushed): nothing to undo
+        pass
+
+
+def listened(groups: Iterable[str]) -> set[str]:
+    """The groups among `groups` worth sending to: every group that is not per-workload,
+    and the per-workload ones someone listens to (one cache round trip)."""
+    groups = set(groups)
+    watched = [g for g in groups if is_watched_kind(g)]
+    if not watched:
+        return groups
+    counts = cache.get_many([_key(g) for g in watched])
+    silent = {g for g in watched if (counts.get(_key(g)) or 0) <= 0}
+    return groups - silent

@@ -300,6 +300,8 @@ SCHEDULER_CYCLE_PAUSES = {
 # reason and shifted queue positions are rewritten for the whole queue at most this often
 # (seconds), so a queue of thousands is not rewritten every cycle. 0 = every cycle.
 PENDING_REASON_REFRESH = float(os.environ.get("PENDING_REASON_REFRESH", "5"))
+# ... and at most this many rows per cycle (a refresh of a longer queue takes several cycles).
+PENDING_REASON_REFRESH_ROWS = int(os.environ.get("PENDING_REASON_REFRESH_ROWS", "1000"))
 # /metrics is open by default, like most Prometheus targets; set to require a signed-in
 # user or an API token.
 METRICS_REQUIRE_AUTH = env_bool("METRICS_REQUIRE_AUTH", False)

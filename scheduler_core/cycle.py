@@ -31,6 +31,7 @@ from scheduler_core import engine, runtime, triggers
 from scheduler_core.adapters import (
     ApplyOutcome,
     LiveSnapshot,
+    RefreshSlice,
     apply_decisions,
     load_snapshot,
     totals,
@@ -172,7 +173,8 @@ def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
     pause("before_apply")
     with transaction.atomic():
         t_decisions = time.perf_counter()
-        outcome = apply_decisions(live, result, now=started, refresh_all=_refresh_due())
+        refresh = _refresh_slice()
+        outcome = apply_decisions(live, result, now=started, refresh=refresh)
         t_queues = time.perf_counter()
         queue_rows = write_queue_states(live, result)
         usage_start = runtime.usage_due(started)
@@ -211,18 +213,43 @@ def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
                 },
             },
         )
+    if refresh is not None and refresh.limit is not None:
+        _refresh_continues(outcome.refresh_resume_after)
     if outcome.dropped:
         triggers.want_follow_up()  # decide again on what changed under this cycle
     return CycleReport(ran=True, record=record, outcome=outcome, completed=completed)
 
 
-def _refresh_due() -> bool:
-    """Whether this cycle rewrites every pending reason and position (at most once per
-    PENDING_REASON_REFRESH seconds; cycles run one at a time, so a cache mark suffices)."""
+def _refresh_slice() -> RefreshSlice | None:
+    """Which stale pending reasons and positions this cycle rewrites (see RefreshSlice).
+
+    A sweep over every waiting workload starts PENDING_REASON_REFRESH seconds after the
+    last one ended and rewrites at most PENDING_REASON_REFRESH_ROWS rows per cycle, so a
+    queue of thousands is neither rewritten every cycle nor all in one slow cycle. Cycles
+    run one at a time, so cache marks suffice to carry a sweep from one to the next.
+    """
     interval = settings.PENDING_REASON_REFRESH
     if interval <= 0:
-        return True
-    return cache.add(f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh", 1, timeout=interval)
+        return RefreshSlice()
+    after = cache.get(_refresh_key("cursor"))
+    if after is None:
+        if not cache.add(_refresh_key("started"), 1, timeout=interval):
+            return None
+        after = 0
+    return RefreshSlice(after=after, limit=settings.PENDING_REASON_REFRESH_ROWS)
+
+
+def _refresh_continues(resume_after: int | None) -> None:
+    """Carry the sweep on from `resume_after` next cycle, or end it (None)."""
+    if resume_after is None:
+        cache.set(_refresh_key("started"), 1, timeout=settings.PENDING_REASON_REFRESH)
+        cache.delete(_refresh_key("cursor"))
+    else:
+        cache.set(_refresh_key("cursor"), resume_after, timeout=600)
+
+
+def _refresh_key(name: str) -> str:
+    return f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh:{name}"
 
 
 def _held_gpus(live: LiveSnapshot):

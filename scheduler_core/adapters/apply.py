@@ -50,6 +50,16 @@ WORKLOAD_WRITE_FIELDS = [
 ]  # fmt: skip
 
 
+@dataclass(frozen=True)
+class RefreshSlice:
+    """Which waiting workloads whose reason figures or queue position merely moved get
+    them rewritten this cycle: those with a primary key above `after`, at most `limit`
+    of them in key order (None: all)."""
+
+    after: int = 0
+    limit: int | None = None
+
+
 @dataclass
 class ApplyOutcome:
     """What the apply step did."""
@@ -59,6 +69,7 @@ class ApplyOutcome:
     dropped_details: list[dict[str, Any]] = field(default_factory=list)
     events: int = 0
     reasons_written: int = 0
+    refresh_resume_after: int | None = None  # the slice stopped short: resume after this key
     running: int = 0
     pending: int = 0
     by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -73,10 +84,14 @@ class Applier:
     """Applies one CycleResult to the database (call inside transaction.atomic())."""
 
     def __init__(
-        self, live: LiveSnapshot, result: CycleResult, now: datetime, refresh_all: bool = True
+        self,
+        live: LiveSnapshot,
+        result: CycleResult,
+        now: datetime,
+        refresh: RefreshSlice | None = RefreshSlice(),
     ) -> None:
         self.live = live
-        self.refresh_all = refresh_all
+        self.refresh = refresh
         self.result = result
         self.now = now
         self.outcome = ApplyOutcome()
@@ -283,8 +298,9 @@ class Applier:
         """Pending workloads whose stored reason or position is out of date, split into
         those that get a new reason kind or a first position (locked, written with an
         event) and those whose numbers or place merely moved (written without locks,
-        guarded by their version, and only when a full refresh is due)."""
+        guarded by their version, and only those in this cycle's refresh slice)."""
         explained, refreshed = [], []
+        refresh = self.refresh
         for key, info in self.result.pending.items():
             row = self.live.workloads.get(int(key))
             if row is None:
@@ -295,8 +311,12 @@ class Applier:
                 continue
             if row.pending_reason_kind != info.reason_kind or row.queue_position is None:
                 explained.append(key)
-            elif self.refresh_all:
+            elif refresh is not None and row.pk > refresh.after:
                 refreshed.append(key)
+        if refresh is not None and refresh.limit is not None and len(refreshed) > refresh.limit:
+            refreshed.sort(key=int)
+            del refreshed[refresh.limit :]
+            self.outcome.refresh_resume_after = int(refreshed[-1])
         return explained, refreshed
 
     def _write_pending(self) -> None:
@@ -353,11 +373,15 @@ def _placements(decision: Decision) -> tuple[PodPlacement, ...]:
 
 
 def apply_decisions(
-    live: LiveSnapshot, result: CycleResult, *, now: datetime, refresh_all: bool = True
+    live: LiveSnapshot,
+    result: CycleResult,
+    *,
+    now: datetime,
+    refresh: RefreshSlice | None = RefreshSlice(),
 ) -> ApplyOutcome:
     """Apply a cycle's decisions, pending reasons and positions (inside a transaction).
 
-    With `refresh_all` False, pending rows whose reason kind is unchanged keep their stored
-    reason text and position until a later cycle refreshes them all.
+    Pending rows whose reason kind is unchanged keep their stored reason text and
+    position unless they are in the `refresh` slice (None: none are; the default: all).
     """
-    return Applier(live, result, now, refresh_all).run()
+    return Applier(live, result, now, refresh).run()

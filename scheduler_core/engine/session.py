@@ -9,8 +9,9 @@ the final state into a CycleResult.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from operator import attrgetter
+from typing import Any, TypeVar, cast
 
 from scheduler_core.engine.decisions import (
     EVICT_FAULT,
@@ -45,6 +46,8 @@ from scheduler_core.engine.state import NodeState, PoolIndex, WorkloadState
 from scheduler_core.engine.statement import Statement
 
 Vec = list[float]
+
+T = TypeVar("T")
 
 
 class ReclaimEntry:
@@ -243,22 +246,25 @@ class Session:
         # preemptible running workloads per (queue, pool), in victim order; dropped
         # whenever that queue binds or unbinds a pod
         self.queue_victims: dict[Key, list[WorkloadState]] = {}
-        self.gang_cache: dict[str, dict[str, int]] = {}
+        self.gang_cache: dict[int, dict[str, int]] = {}
         # queues touched since the reclaim index last looked (see actions/reclaim.py)
         self.dirty_queues: dict[Key, str] = {}  # (project, pool) -> its department
         self.reclaim_index: dict[str, ReclaimIndex] = {}
-        self.gang_request_cache: dict[str, Vec] = {}
+        self.gang_request_cache: dict[int, Vec] = {}
         self._candidates: dict[str, list[str]] = {}
         self._all_pools = list(self.pools)
         self._protection: dict[str, float | None] = {}
         self.workloads: dict[str, WorkloadState] = {}
         self.reasons: dict[str, dict[str, tuple[str, str]]] = {}
+        # (action, pool, WorkloadState.kind_key) -> (commits, verdict): see alike()
+        self._alike: dict[tuple[object, ...], tuple[int, Any]] = {}
         queues = self.queues
         workloads = self.workloads
+        kinds: dict[tuple[object, ...], int] = {}
         for wspec in snapshot.workloads:
             project = queues.get(wspec.project)
             dept = project.parent if project is not None and project.parent else wspec.project
-            w = WorkloadState(wspec, dept)
+            w = WorkloadState(wspec, dept, kinds)
             workloads[w.id] = w
             if not w.pods:
                 continue
@@ -739,6 +745,17 @@ class Session:
         return found
 
     # ------------------------------------------------------------ reasons
+    def alike(self, key: tuple[object, ...], compute: Callable[[], T]) -> T:
+        """`compute()` for a verdict about a waiting workload that only depends on its
+        kind key (in `key`) and on the state: computed again once something commits,
+        shared by alike workloads until then (a long queue holds thousands of them)."""
+        found = self._alike.get(key)
+        if found is not None and found[0] == self.commits:
+            return cast(T, found[1])
+        value = compute()
+        self._alike[key] = (self.commits, value)
+        return value
+
     def set_reason(self, w: WorkloadState, pool: str, kind: str, message: str) -> None:
         """Record why `w` could not start in `pool` (the last word wins)."""
         self.reasons.setdefault(w.id, {})[pool] = (kind, message)

@@ -216,6 +216,7 @@ class WorkloadState:
         "groups",
         "id",
         "initial_pods",
+        "kind_key",
         "max_gpus",
         "min_gpus",
         "moved",
@@ -229,7 +230,9 @@ class WorkloadState:
         "spec",
     )
 
-    def __init__(self, spec: WorkloadSpec, department: str) -> None:
+    def __init__(
+        self, spec: WorkloadSpec, department: str, kinds: dict[tuple[object, ...], int]
+    ) -> None:
         self.spec = spec
         self.id = spec.id
         self.project = spec.project
@@ -268,6 +271,18 @@ class WorkloadState:
         self.fail_reason = ""
         # queue order inside a project queue: higher priority, earlier, created first
         self.order_key = (-spec.priority, spec.submitted_at, spec.creation_order)
+        # Workloads of one kind are alike to admission and placement: while nothing
+        # commits, what is true of one waiting workload is true of the others. `kinds`
+        # numbers the kinds of a session (small keys hash fast).
+        kind = (
+            spec.project,
+            spec.preemptible,
+            spec.kind,
+            spec.groups,
+            tuple(sorted(selector.items())) if selector else (),
+            spec.pools,
+        )
+        self.kind_key = kinds.setdefault(kind, len(kinds))
 
     def flags(self) -> tuple[object, ...]:
         """What a session step may change besides pods (eviction, move, failure, pool),

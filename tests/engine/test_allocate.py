@@ -159,3 +159,22 @@ def test_queue_positions_follow_priority_then_submission() -> None:
         or positions == {"run": 1, "early": 2, "late": 3}
         or "urgent" not in positions
     )
+
+
+def test_a_run_of_alike_jobs_that_do_not_fit_neither_blocks_nor_hides_the_others() -> None:
+    """Jobs of one kind share one verdict until something commits: the big ones ahead
+    all wait for the same reason, a small one behind them still starts, and the second
+    of two alike small ones is judged again after the first took the last GPU."""
+    snap = snapshot(
+        [node("n1", 4)],
+        [dept("org", 4), project("p", gpus=4)],
+        [workload(f"big-{i}", gpus=4, pods=2, priority=90) for i in range(3)]
+        + [workload("other-big", gpus=8, priority=90, node_selector={"zone": "x"})]
+        + [workload("small-0", gpus=3), workload("small-1", gpus=3)],
+    )
+    allocs, result = _placements(snap)
+    assert set(allocs) == {"small-0"}
+    reasons = {w: result.pending[w].reason for w in ("big-0", "big-1", "big-2")}
+    assert len(set(reasons.values())) == 1
+    assert result.pending["other-big"].reason != reasons["big-0"]  # its own kind, own words
+    assert "pool default has 1 free" in result.pending["small-1"].reason

@@ -114,3 +114,46 @@ def test_a_department_named_like_a_project_keeps_a_distinct_queue(cluster):
     factories.department("vision")
     names = [q.name for q in load_snapshot(timezone.now()).snapshot.queues]
     assert "vision" in names and "vision (department)" in names
+
+
+def _spec(live, workload):
+    return next(s for s in live.snapshot.workloads if s.id == str(workload.pk))
+
+
+def test_known_workloads_are_not_read_again_until_their_version_changes(
+    cluster, django_assert_num_queries
+):
+    from scheduler_core.services.workloads import workload_set_priority
+
+    waiting = factories.workload(cluster["vision"], "waiting", priority=10)
+    load_snapshot(timezone.now())  # learns the workload
+    with django_assert_num_queries(7):  # no usage query, no static reads
+        again = load_snapshot(timezone.now())
+    assert _spec(again, waiting).priority == 10
+
+    workload_set_priority(user=cluster["admin"], workload=waiting, priority=90)
+    with django_assert_num_queries(9):  # its new version is read again
+        changed = load_snapshot(timezone.now())
+    assert _spec(changed, waiting).priority == 90
+
+
+def test_renaming_a_project_renames_the_queue_of_its_known_workloads(cluster):
+    waiting = factories.workload(cluster["vision"], "waiting")
+    assert _spec(load_snapshot(timezone.now()), waiting).project == "vision"
+    cluster["vision"].name = "sight"
+    cluster["vision"].save()
+    assert _spec(load_snapshot(timezone.now()), waiting).project == "sight"
+
+
+def test_workloads_that_finish_leave_the_memo(cluster):
+    from scheduler_core.adapters.snapshot import memo
+    from scheduler_core.choices import WorkloadStatus
+    from scheduler_core.models import Workload
+
+    done = factories.workload(cluster["vision"], "done")
+    load_snapshot(timezone.now())
+    assert done.pk in memo.static
+    Workload.objects.filter(pk=done.pk).update(status=WorkloadStatus.CANCELLED, version=9)
+    live = load_snapshot(timezone.now())
+    assert done.pk not in memo.static and done.pk not in memo.specs
+    assert done.pk not in live.workloads

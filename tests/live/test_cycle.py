@@ -68,12 +68,15 @@ def test_pending_reason_and_position_are_written_once(cluster, submit):
     assert SchedulingEvent.objects.filter(type=EventType.PENDING_REASON).count() == reason_events
 
 
+KEYS = ("started", "cursor")
+
+
 def test_a_long_queue_is_not_rewritten_every_cycle(cluster, submit, settings):
     """Shifted positions wait for the periodic refresh; a first position never waits."""
     from django.core.cache import cache
 
     settings.PENDING_REASON_REFRESH = 60
-    cache.delete(f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh")
+    cache.delete_many([f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh:{k}" for k in KEYS])
     running = [submit("vision", f"big-{i}", gpus=8) for i in range(2)]
     for i in range(3):
         submit("vision", f"wait-{i}", gpus=8)
@@ -88,12 +91,40 @@ def test_a_long_queue_is_not_rewritten_every_cycle(cluster, submit, settings):
     assert positions["late"] == 3  # new in the queue: written at once
     assert positions["wait-1"] == 2 and positions["wait-2"] == 3  # stale until the refresh
     assert report.outcome.reasons_written == 1
-    cache.delete(f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh")  # the refresh is due
+    cache.delete(f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh:started")  # refresh due
     run_cycle()
     positions = dict(
         Workload.objects.filter(status="pending").values_list("name", "queue_position")
     )
     assert positions == {"wait-1": 1, "wait-2": 2, "late": 3}
+
+
+def test_a_refresh_of_a_long_queue_is_spread_over_cycles(cluster, submit, settings):
+    """A refresh rewrites at most PENDING_REASON_REFRESH_ROWS stale rows per cycle and
+    carries on where it stopped in the next cycle."""
+    from django.core.cache import cache
+
+    settings.PENDING_REASON_REFRESH = 60
+    settings.PENDING_REASON_REFRESH_ROWS = 2
+    cache.delete_many([f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh:{k}" for k in KEYS])
+    running = [submit("vision", f"big-{i}", gpus=8) for i in range(2)]
+    for i in range(5):
+        submit("vision", f"wait-{i}", gpus=8)
+    run_cycle()
+    Workload.objects.filter(pk=running[0].pk).update(status=WorkloadStatus.COMPLETED)
+    Allocation.objects.filter(workload=running[0]).delete()
+    run_cycle()  # wait-0 starts; four move up one place, stale until a refresh
+
+    def positions():
+        return dict(Workload.objects.filter(status="pending").values_list("name", "queue_position"))
+
+    assert positions() == {"wait-1": 2, "wait-2": 3, "wait-3": 4, "wait-4": 5}
+    cache.delete(f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh:started")  # refresh due
+    assert run_cycle().outcome.reasons_written == 2
+    assert positions() == {"wait-1": 1, "wait-2": 2, "wait-3": 4, "wait-4": 5}
+    assert run_cycle().outcome.reasons_written == 2  # the sweep goes on
+    assert positions() == {"wait-1": 1, "wait-2": 2, "wait-3": 3, "wait-4": 4}
+    assert run_cycle().outcome.reasons_written == 0  # done until the next refresh is due
 
 
 def test_queue_states_show_each_queues_figures(cluster, submit):

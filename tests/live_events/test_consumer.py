@@ -280,3 +280,77 @@ def test_binary_frames_get_an_error_frame(cluster, open_socket):
         await ws.disconnect()
 
     run(body)
+
+
+def _record_many(workload, types):
+    """Several events written and published together, as a cycle does."""
+    from django.utils import timezone
+
+    from scheduler_core.event_batch import EventBatch
+
+    with transaction.atomic():
+        batch = EventBatch(timezone.now())
+        for t in types:
+            batch.add(type=t, workload=workload, reason=t, nodes=[])
+        batch.flush()
+
+
+def test_a_commits_events_travel_as_one_message_and_reach_the_browser_one_by_one(
+    cluster, open_socket
+):
+    from channels.layers import get_channel_layer
+
+    workload = factories.workload(cluster["vision"], "busy")
+    group = f"project-{cluster['vision'].pk}"
+    types = [EventType.SUBMITTED, EventType.PENDING_REASON, EventType.PRIORITY_CHANGED]
+
+    async def body():
+        layer = get_channel_layer()
+        raw = await layer.new_channel()
+        await layer.group_add(group, raw)
+        ws = await connect(open_socket, cluster["researcher"])
+        await subscribe(ws, [group])
+        await database_sync_to_async(_record_many)(workload, types)
+        message = await layer.receive(raw)
+        assert message["type"] == "scheduling.events"
+        assert [e["type"] for e in message["events"]] == types
+        frames = [await ws.receive_json_from(timeout=TIMEOUT) for _ in types]
+        assert [f["event"]["type"] for f in frames] == types
+        assert {f["group"] for f in frames} == {group}
+        await ws.disconnect()
+
+    run(body)
+
+
+def test_a_workload_group_is_sent_to_only_while_a_browser_listens(cluster, open_socket, settings):
+    import uuid
+
+    from channels.layers import get_channel_layer
+
+    from scheduler_core.watched_groups import listened
+
+    settings.SCHEDULER_KEY_PREFIX = f"fairway-test-{uuid.uuid4().hex[:8]}"
+    workload = factories.workload(cluster["vision"], "watched")
+    group = f"workload-{workload.pk}"
+
+    async def body():
+        layer = get_channel_layer()
+        raw = await layer.new_channel()
+        await layer.group_add(group, raw)  # in the group, but not through the console
+        await database_sync_to_async(record)(type=EventType.SUBMITTED, workload=workload)
+        assert await database_sync_to_async(listened)([group, "cluster"]) == {"cluster"}
+
+        ws = await connect(open_socket, cluster["researcher"])
+        await subscribe(ws, [group])
+        assert await database_sync_to_async(listened)([group]) == {group}
+        await database_sync_to_async(record)(type=EventType.PRIORITY_CHANGED, workload=workload)
+        frame = await ws.receive_json_from(timeout=TIMEOUT)
+        assert frame["event"]["type"] == EventType.PRIORITY_CHANGED
+        message = await layer.receive(raw)  # the first event never went out
+        assert [e["type"] for e in message["events"]] == [EventType.PRIORITY_CHANGED]
+
+        await subscribe(ws, [group], action="unsubscribe")
+        assert await database_sync_to_async(listened)([group]) == set()
+        await ws.disconnect()
+
+    run(body)

@@ -49,6 +49,10 @@ def allocate(session: Session) -> None:
 def _may_fit(session: Session, pool: PoolIndex, w: WorkloadState) -> bool:
     """Could the gang of `w` fit the free capacity at all? (Free capacity only shrinks
     during allocate, so a False stays False.)"""
+    return session.alike(("fits", pool.name, w.kind_key), partial(_fits, session, pool, w))
+
+
+def _fits(session: Session, pool: PoolIndex, w: WorkloadState) -> bool:
     counts = gang_counts(session, w)
     need = 0.0
     widest = 0
@@ -68,12 +72,15 @@ def _explain(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
     same reason _attempt would give, without trying to place it."""
     if w.pods or w.failed:
         return
-    extra = gang_request(session, w)
-    problem = session.admission_problem(w, pool.name, extra)
+    reason = session.alike(("misfit", pool.name, w.kind_key), partial(_misfit, session, pool, w))
+    session.set_reason(w, pool.name, *reason)
+
+
+def _misfit(session: Session, pool: PoolIndex, w: WorkloadState) -> tuple[str, str]:
+    problem = session.admission_problem(w, pool.name, gang_request(session, w))
     if problem is not None:
-        session.set_reason(w, pool.name, *problem)
-        return
-    session.set_reason(w, pool.name, "capacity", describe_misfit(pool, w, gang_counts(session, w)))
+        return problem
+    return ("capacity", describe_misfit(pool, w, gang_counts(session, w)))
 
 
 def _attempt(session: Session, pool: PoolIndex, w: WorkloadState) -> None:

@@ -44,8 +44,9 @@ def victim_key(session: Session, w: WorkloadState) -> tuple[float, ...]:
 
 
 def gang_counts(session: Session, w: WorkloadState) -> dict[str, int]:
-    """Pods per group that must start together (do not modify the returned dict)."""
-    cached = session.gang_cache.get(w.id)
+    """Pods per group that must start together (do not modify the returned dict). They
+    depend on the pod groups only, so workloads of one kind share them."""
+    cached = session.gang_cache.get(w.kind_key)
     if cached is None:
         for plugin in session.gang_plugins:
             cached = plugin.gang_counts(w)
@@ -53,16 +54,16 @@ def gang_counts(session: Session, w: WorkloadState) -> dict[str, int]:
                 break
         else:
             cached = w.min_counts()
-        session.gang_cache[w.id] = cached
+        session.gang_cache[w.kind_key] = cached
     return cached
 
 
 def gang_request(session: Session, w: WorkloadState) -> Vec:
     """Resources of the gang minimum of `w` (do not modify the returned list)."""
-    cached = session.gang_request_cache.get(w.id)
+    cached = session.gang_request_cache.get(w.kind_key)
     if cached is None:
         cached = list(w.request_of(gang_counts(session, w)))
-        session.gang_request_cache[w.id] = cached
+        session.gang_request_cache[w.kind_key] = cached
     return cached
 
 
@@ -92,7 +93,9 @@ def in_queue_order(
 ) -> None:
     """Call `attempt` on every job, always taking the best job of the best queue next
     (queue order is re-evaluated lazily as allocations change it). Jobs for which
-    `viable` says False (a verdict that must not change within the action) are handed
+    `viable` says False (a verdict that must not change within the action, and that
+    depends on the job's kind and the state only, so a run of alike jobs is judged
+    once) are handed
     to `skip` instead, without taking part in the ordering. Once `frozen` says True,
     the action promises not to change anything any more (e.g. its budget is spent):
     order no longer matters and the jobs left are handed over without ordering."""
@@ -119,14 +122,23 @@ def in_queue_order(
 
     def next_viable(project: str) -> WorkloadState | None:
         items = queues[project]
-        while position[project] < len(items):
-            w = items[position[project]]
-            if viable is None or viable(w):
-                return w
-            position[project] += 1
+        i = position[project]
+        blocked = None  # (kind, commits) of the last job found not viable
+        while i < len(items):
+            w = items[i]
+            if viable is None:
+                break
+            # a verdict depends on the kind of job and the state only (see `alike`)
+            mark = (w.kind_key, session.commits)
+            if mark != blocked:
+                if viable(w):
+                    break
+                blocked = mark
+            i += 1
             if skip is not None:
                 skip(w)
-        return None
+        position[project] = i
+        return items[i] if i < len(items) else None
 
     for project, items in queues.items():
         items.sort(key=lambda w: job_key(session, w))

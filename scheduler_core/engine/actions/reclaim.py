@@ -55,7 +55,10 @@ def reclaim(session: Session) -> None:
 
 def _within_fairshare(session: Session, pool: str, w: WorkloadState) -> bool:
     """Would the project of `w` stay within its fairshare with the gang of `w`?"""
-    return not session.over_fairshare(w.project, pool, gang_request(session, w))
+    return session.alike(
+        ("within fairshare", pool, w.kind_key),
+        lambda: not session.over_fairshare(w.project, pool, gang_request(session, w)),
+    )
 
 
 def _index(session: Session, pool: str) -> ReclaimIndex:
@@ -159,15 +162,20 @@ def _explain_over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState)
     (see _within_fairshare): say so, unless its admission is the problem."""
     if w.pods or w.failed:
         return
+    text = session.alike(
+        ("over fairshare", pool.name, w.kind_key), partial(_over_fairshare, session, pool, w)
+    )
+    if text is not None:
+        session.add_reason(w, pool.name, "fairshare", text)
+
+
+def _over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> str | None:
+    """Why the project of `w` may not reclaim for it (None: its admission is the problem,
+    and that reason stands)."""
     extra = gang_request(session, w)
     if session.admission_problem(w, pool.name, extra) is not None:
-        return
-    session.add_reason(
-        w,
-        pool.name,
-        "fairshare",
-        fairshare_blocked(session, w, w.project, "project", pool.name, extra),
-    )
+        return None
+    return fairshare_blocked(session, w, w.project, "project", pool.name, extra)
 
 
 def _attempt(

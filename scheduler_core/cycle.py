@@ -18,6 +18,7 @@ requests keep coming or simulated runs keep ending, for a bounded time.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -92,7 +93,7 @@ def run_scheduling_loop(*, seconds: float | None = None, wait: bool = True) -> l
             report = _run_locked(lock, None)
             reports.append(report)
             last_cycle = report.record.duration_seconds if report.record else 0.0
-            if time.monotonic() >= end or not _wait_for_next_cycle(end, wait, last_cycle):
+            if not _wait_for_next_cycle(end, wait, last_cycle):
                 break
     finally:
         _release(lock)
@@ -116,8 +117,9 @@ def _release(lock: CycleLock) -> None:
 
 
 def _wait_for_next_cycle(end: float, wait: bool, last_cycle: float) -> bool:
-    """Wait (holding the lock) until the next cycle should start; False when none should
-    before the loop's `end`.
+    """Wait (holding the lock) until the next cycle should start; False when this loop
+    should stop: nothing is wanted soon, or it would run past its `end` (then it asks for
+    a follow-up, which a new task runs).
 
     The next cycle starts when a request is open, or when the next simulated run ends. A
     request that comes less than one cycle (`last_cycle` seconds) before a run ends waits
@@ -127,19 +129,23 @@ def _wait_for_next_cycle(end: float, wait: bool, last_cycle: float) -> bool:
     """
     wanted = triggers.follow_up_wanted()
     next_end = runtime.next_completion_at() if wait else None
-    if next_end is None:
-        return wanted
-    due = time.monotonic() + (next_end - timezone.now()).total_seconds()
-    limit = min(end, time.monotonic() + settings.SCHEDULER_LOOP_WAIT)
+    due = math.inf
+    if next_end is not None:
+        due = time.monotonic() + (next_end - timezone.now()).total_seconds()
+    if not wanted and due > time.monotonic() + settings.SCHEDULER_LOOP_WAIT:
+        return False  # nothing soon: the runtime tick and the beat cover later runs
     poll = settings.SCHEDULER_LOOP_POLL
-    while (left := due - time.monotonic()) > 0:
-        if wanted and left > last_cycle:
+    while True:
+        now = time.monotonic()
+        left = due - now
+        run_now = left <= 0 or (wanted and left > last_cycle)
+        if run_now and now < end:
             return True
-        if not wanted and due > limit:
+        if run_now or due > end:  # out of time, not out of work: a new task carries on
+            triggers.want_follow_up()
             return False
         time.sleep(min(poll, left))
         wanted = wanted or triggers.follow_up_wanted()
-    return True
 
 
 def read_snapshot(now: datetime) -> LiveSnapshot:

@@ -44,6 +44,12 @@ from scheduler_core.runtime import progress_kept
 logger = logging.getLogger(__name__)
 
 CHUNK = 2000  # primary keys per IN (...) list
+# What the apply step reads of a locked workload: what it writes, checks and publishes.
+WORKLOAD_LOCK_FIELDS = (
+    "id", "project_id", "name", "priority", "status", "pending_reason", "pending_reason_kind",
+    "queue_position", "started_at", "finished_at", "progress_seconds", "restarts", "version",
+    "updated_at",
+)  # fmt: skip
 WORKLOAD_WRITE_FIELDS = [
     "status", "pending_reason", "pending_reason_kind", "queue_position", "started_at",
     "finished_at", "progress_seconds", "restarts", "updated_at",
@@ -123,7 +129,10 @@ class Applier:
         explained, self.refreshed = self._changed_pending()
         ids.update(int(pk) for pk in explained)
         for chunk in _chunks(sorted(ids)):
-            for w in Workload.objects.select_for_update().filter(pk__in=chunk).order_by("pk"):
+            for w in (
+                Workload.objects.select_for_update().filter(pk__in=chunk).order_by("pk")
+                .only(*WORKLOAD_LOCK_FIELDS)
+            ):  # fmt: skip
                 self.instances[w.pk] = w
                 self.current[w.pk] = (w.version, w.status)
 

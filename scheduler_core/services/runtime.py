@@ -21,6 +21,13 @@ from scheduler_core.event_batch import EventBatch
 from scheduler_core.models import Allocation, Workload
 from scheduler_core.triggers import request_cycle
 
+# What completing a workload reads, writes and publishes of it.
+COMPLETION_FIELDS = (
+    "id", "project_id", "name", "priority", "status", "spec", "pending_reason",
+    "queue_position", "started_at", "finished_at", "progress_seconds", "version",
+    "updated_at",
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -57,6 +64,7 @@ def workloads_complete(
             for w in Workload.objects.select_for_update()
             .filter(pk__in=list(wanted), status=WorkloadStatus.RUNNING)
             .order_by("pk")
+            .only(*COMPLETION_FIELDS)
             if w.started_at == wanted[w.pk].started_at
         ]
         if not workloads:

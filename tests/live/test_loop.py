@@ -111,3 +111,12 @@ def test_a_loop_gives_way_when_another_worker_holds_the_lock(cluster, sent, loop
         assert triggers.follow_up_wanted()  # the holder runs one more for it
     finally:
         holder.release()
+
+
+def test_a_loop_out_of_time_but_not_out_of_work_hands_over_to_a_new_task(
+    cluster, submit, sent, loop_settings
+):
+    submit("vision", "soon", gpus=8, spec={"duration": 0.5})
+    reports = cycle.run_scheduling_loop(seconds=0.2)
+    assert len(reports) == 1
+    assert sent == [1]  # a new task will complete the run when it ends

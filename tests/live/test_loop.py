@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from django.db import connection
 
 from scheduler_core import cycle, triggers
 from scheduler_core.choices import WorkloadStatus
@@ -77,7 +78,10 @@ def test_a_request_wakes_a_loop_that_waits_for_a_run(cluster, submit, sent, loop
 
     def submit_soon():
         time.sleep(0.3)
-        submit("nlp", "late", gpus=2)
+        try:
+            submit("nlp", "late", gpus=2)
+        finally:
+            connection.close()  # this thread's own connection
 
     helper = threading.Thread(target=submit_soon)
     helper.start()

@@ -122,10 +122,10 @@ def _wait_for_next_cycle(end: float, wait: bool, last_cycle: float) -> bool:
     a follow-up, which a new task runs).
 
     The next cycle starts when a request is open, or when the next simulated run ends. A
-    request that comes less than one cycle (`last_cycle` seconds) before a run ends waits
-    for it: a cycle started now would still be running then, and the GPUs the run frees
-    would stay idle until the cycle after it. So freed GPUs are refilled at once, and no
-    request waits longer than about one cycle more.
+    request that comes less than one cycle (`last_cycle` seconds, as long as the last one)
+    before a run ends waits for it: a cycle started now would still be running then, and
+    the GPUs the run frees would stay idle until the cycle after it. So freed GPUs are
+    refilled at once, and no request waits longer than about one cycle more.
     """
     wanted = triggers.follow_up_wanted()
     next_end = runtime.next_completion_at() if wait else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -52,7 +53,7 @@ STATIC_FIELDS = (
     "min_pods", "gpus", "cpu", "memory", "groups", "node_selector", "weight", "backoff_limit",
     "spec", "submitted_at",
 )  # fmt: skip
-MEMO_IN_LIST = 2000  # more unknown workloads than this: read the static part of all
+IN_LIST = 2000  # keys per IN (...) list
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +224,7 @@ class WorkloadMemo:
 
     def refresh(self, hot: list[tuple[Any, ...]]) -> dict[int, StaticPart]:
         """The static part of each workload of `hot` (rows of HOT_FIELDS), reading only
-        those not known at their version (two queries, or none)."""
+        those not known at their version (two queries per 2,000 of them, or none)."""
         known = self.static
         missing = [pk for pk, version, *_ in hot if pk not in known or known[pk].version != version]
         fresh = _read_static(missing) if missing else {}
@@ -255,17 +256,23 @@ memo = WorkloadMemo()
 
 
 def _read_static(pks: list[int]) -> dict[int, StaticPart]:
-    """Static parts of workloads `pks` (active ones), with their candidate pools."""
-    rows = Workload.objects.filter(status__in=ACTIVE_STATES)
-    links = WorkloadCandidatePool.objects.filter(workload__status__in=ACTIVE_STATES)
-    if len(pks) <= MEMO_IN_LIST:
-        rows = rows.filter(pk__in=pks)
-        links = links.filter(workload_id__in=pks)
+    """Static parts of workloads `pks`, with their candidate pools (two queries per
+    IN_LIST workloads).
+
+    Rows are looked up by key only, never joined: the workload table grows by thousands
+    of rows between two ANALYZEs under load, and a join planned on stale statistics (a
+    nested loop over a sequential scan) once took a cycle ten seconds.
+    """
     pools: dict[int, list[int]] = defaultdict(list)
-    for workload_id, pool_id in links.order_by("workload_id", "preference", "pk").values_list(
-        "workload_id", "pool_id"
-    ):
-        pools[workload_id].append(pool_id)
+    rows = []
+    for chunk in _chunks(pks):
+        for workload_id, pool_id in (
+            WorkloadCandidatePool.objects.filter(workload_id__in=chunk)
+            .order_by("workload_id", "preference", "pk")
+            .values_list("workload_id", "pool_id")
+        ):
+            pools[workload_id].append(pool_id)
+        rows += Workload.objects.filter(pk__in=chunk).values(*STATIC_FIELDS)
     return {
         r["pk"]: StaticPart(
             version=r["version"],
@@ -282,8 +289,13 @@ def _read_static(pks: list[int]) -> dict[int, StaticPart]:
             submitted_at=r["submitted_at"].timestamp(),
             pool_ids=tuple(pools.get(r["pk"], ())),
         )
-        for r in rows.values(*STATIC_FIELDS)
+        for r in rows
     }
+
+
+def _chunks(pks: list[int]) -> Iterator[list[int]]:
+    for start in range(0, len(pks), IN_LIST):
+        yield pks[start : start + IN_LIST]
 
 
 def _queue_keys(departments: list[dict], projects: list[dict]) -> dict[tuple[str, int], str]:
@@ -297,8 +309,9 @@ def _queue_keys(departments: list[dict], projects: list[dict]) -> dict[tuple[str
 
 
 def load_snapshot(now: datetime) -> LiveSnapshot:
-    """Read the cluster as of `now` in a constant number of queries (eight, plus two for
-    workloads new to this process's WorkloadMemo)."""
+    """Read the cluster as of `now` in a constant number of queries: eight (one more per
+    2,000 running workloads), plus two per 2,000 workloads new to this process's
+    WorkloadMemo."""
     pools = list(NodePool.objects.order_by("pk"))
     pool_names = {p.pk: p.name for p in pools}
     nodes = list(
@@ -327,15 +340,17 @@ def load_snapshot(now: datetime) -> LiveSnapshot:
     )
     static = memo.refresh(hot)
     allocations: dict[int, list[AllocationRow]] = defaultdict(list)
-    for pk, workload_id, group, pod_index, node_id, devices, fraction in (
-        Allocation.objects.filter(workload__status__in=ACTIVE_STATES)
-        .order_by("workload_id", "group", "pod_index")
-        .values_list("pk", "workload_id", "group", "pod_index", "node_id", "gpu_devices",
-                     "gpu_fraction")
-    ):  # fmt: skip
-        allocations[workload_id].append(
-            AllocationRow(pk, group, pod_index, node_id, tuple(devices or ()), fraction)
-        )
+    placed = [pk for pk, _, status, *_ in hot if status != WorkloadStatus.PENDING]
+    for chunk in _chunks(placed):  # by key, not joined (see _read_static)
+        for pk, workload_id, group, pod_index, node_id, devices, fraction in (
+            Allocation.objects.filter(workload_id__in=chunk)
+            .order_by("workload_id", "group", "pod_index")
+            .values_list("pk", "workload_id", "group", "pod_index", "node_id", "gpu_devices",
+                         "gpu_fraction")
+        ):  # fmt: skip
+            allocations[workload_id].append(
+                AllocationRow(pk, group, pod_index, node_id, tuple(devices or ()), fraction)
+            )
 
     queue_keys = _queue_keys(departments, projects)
     node_names = {n["pk"]: n["name"] for n in nodes}

@@ -191,8 +191,12 @@ def send_now(messages: list[tuple[str, dict[str, Any]]]) -> None:
 
         await asyncio.gather(*(send_group(g, items) for g, items in by_group.items()))
 
+    loop = event_publisher.thread_loop()
     try:
-        async_to_sync(send_all)()
+        if loop is not None:  # the publisher thread: its loop keeps the layer's connections
+            loop.run_until_complete(send_all())
+        else:
+            async_to_sync(send_all)()
     except Exception:  # the event is stored; browsers resync on reconnect
         logger.exception("could not publish %d channel messages", len(messages))
 

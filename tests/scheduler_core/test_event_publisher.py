@@ -41,3 +41,29 @@ def test_workers_turn_it_on_for_themselves_and_their_children(monkeypatch):
     _publish_events_in_background()
     assert event_publisher.enabled()
     monkeypatch.delenv(event_publisher.ENV_FLAG)
+
+
+def test_the_publisher_thread_sends_through_the_channel_layer_on_one_loop_of_its_own():
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from scheduler_core.events import send_now
+
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)("cluster", channel)
+    loops = []
+
+    def send(messages):
+        loops.append(event_publisher.thread_loop())
+        send_now(messages)
+
+    for i in range(3):  # one batch at a time: three rounds of sends
+        event_publisher.publish([("cluster", {"type": "access.changed", "n": i})], send)
+        event_publisher.flush()
+
+    async def receive_three():
+        return [(await layer.receive(channel))["n"] for _ in range(3)]
+
+    assert async_to_sync(receive_three)() == [0, 1, 2]
+    assert loops[0] is not None and all(loop is loops[0] for loop in loops)

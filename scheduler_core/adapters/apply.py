@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from scheduler_core.adapters.snapshot import AllocationRow, LiveSnapshot, WorkloadRow
+from scheduler_core.adapters.snapshot import AllocationRow, LiveSnapshot, WorkloadRow, key_chunks
 from scheduler_core.bulk_writes import update_pending_reasons, update_rows
 from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.engine import (
@@ -43,7 +43,6 @@ from scheduler_core.runtime import progress_kept
 
 logger = logging.getLogger(__name__)
 
-CHUNK = 2000  # primary keys per IN (...) list
 # What the apply step reads of a locked workload: what it writes, checks and publishes.
 WORKLOAD_LOCK_FIELDS = (
     "id", "project_id", "name", "priority", "status", "pending_reason", "pending_reason_kind",
@@ -81,11 +80,6 @@ class ApplyOutcome:
     by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
-def _chunks(ids: list[int]) -> Iterable[list[int]]:
-    for i in range(0, len(ids), CHUNK):
-        yield ids[i : i + CHUNK]
-
-
 class Applier:
     """Applies one CycleResult to the database (call inside transaction.atomic())."""
 
@@ -119,7 +113,7 @@ class Applier:
         like node_mark_down, so the two never deadlock)."""
         node_names = {p.node for d in self.result.decisions for p in _placements(d)}
         node_ids = sorted(self.live.node_ids[n] for n in node_names if n in self.live.node_ids)
-        for chunk in _chunks(node_ids):
+        for chunk in key_chunks(node_ids):
             for pk, version, state in (
                 Node.objects.select_for_update().filter(pk__in=chunk).order_by("pk")
                 .values_list("pk", "version", "state")
@@ -128,7 +122,7 @@ class Applier:
         ids = {int(d.workload) for d in self.result.decisions}
         explained, self.refreshed = self._changed_pending()
         ids.update(int(pk) for pk in explained)
-        for chunk in _chunks(sorted(ids)):
+        for chunk in key_chunks(sorted(ids)):
             for w in (
                 Workload.objects.select_for_update().filter(pk__in=chunk).order_by("pk")
                 .only(*WORKLOAD_LOCK_FIELDS)
@@ -361,7 +355,7 @@ class Applier:
 
     def _flush(self) -> None:
         if self.deleted_allocations:
-            for chunk in _chunks(self.deleted_allocations):
+            for chunk in key_chunks(self.deleted_allocations):
                 Allocation.objects.filter(pk__in=chunk).delete()
         if self.new_allocations:
             Allocation.objects.bulk_create(self.new_allocations, batch_size=1000)

@@ -265,7 +265,7 @@ def _read_static(pks: list[int]) -> dict[int, StaticPart]:
     """
     pools: dict[int, list[int]] = defaultdict(list)
     rows = []
-    for chunk in _chunks(pks):
+    for chunk in key_chunks(pks):
         for workload_id, pool_id in (
             WorkloadCandidatePool.objects.filter(workload_id__in=chunk)
             .order_by("workload_id", "preference", "pk")
@@ -293,7 +293,8 @@ def _read_static(pks: list[int]) -> dict[int, StaticPart]:
     }
 
 
-def _chunks(pks: list[int]) -> Iterator[list[int]]:
+def key_chunks(pks: list[int]) -> Iterator[list[int]]:
+    """`pks` in IN (...) lists of at most IN_LIST keys."""
     for start in range(0, len(pks), IN_LIST):
         yield pks[start : start + IN_LIST]
 
@@ -341,7 +342,7 @@ def load_snapshot(now: datetime) -> LiveSnapshot:
     static = memo.refresh(hot)
     allocations: dict[int, list[AllocationRow]] = defaultdict(list)
     placed = [pk for pk, _, status, *_ in hot if status != WorkloadStatus.PENDING]
-    for chunk in _chunks(placed):  # by key, not joined (see _read_static)
+    for chunk in key_chunks(placed):  # by key, not joined (see _read_static)
         for pk, workload_id, group, pod_index, node_id, devices, fraction in (
             Allocation.objects.filter(workload_id__in=chunk)
             .order_by("workload_id", "group", "pod_index")

@@ -40,6 +40,7 @@ from scheduler_core.adapters import (
 )
 from scheduler_core.locks import CycleLock, new_cycle_lock
 from scheduler_core.models import CycleRecord
+from scheduler_core.services.runtime import Completion
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class CycleReport:
     record: CycleRecord | None = None
     outcome: ApplyOutcome = field(default_factory=ApplyOutcome)
     completed: int = 0
+    next_run_end: datetime | None = None  # when the next simulated run ends, as of this cycle
 
 
 def run_cycle(*, now: datetime | None = None) -> CycleReport:
@@ -93,7 +95,8 @@ def run_scheduling_loop(*, seconds: float | None = None, wait: bool = True) -> l
             report = _run_locked(lock, None)
             reports.append(report)
             last_cycle = report.record.duration_seconds if report.record else 0.0
-            if not _wait_for_next_cycle(end, wait, last_cycle):
+            next_end = report.next_run_end if wait else None
+            if not _wait_for_next_cycle(end, next_end, last_cycle):
                 break
     finally:
         _release(lock)
@@ -116,19 +119,19 @@ def _release(lock: CycleLock) -> None:
         triggers.enqueue_cycle()
 
 
-def _wait_for_next_cycle(end: float, wait: bool, last_cycle: float) -> bool:
+def _wait_for_next_cycle(end: float, next_end: datetime | None, last_cycle: float) -> bool:
     """Wait (holding the lock) until the next cycle should start; False when this loop
     should stop: nothing is wanted soon, or it would run past its `end` (then it asks for
     a follow-up, which a new task runs).
 
-    The next cycle starts when a request is open, or when the next simulated run ends. A
+    The next cycle starts when a request is open, or when the next simulated run ends
+    (`next_end`, None: none, or the loop does not wait for runs). A
     request that comes less than one cycle (`last_cycle` seconds, as long as the last one)
     before a run ends waits for it: a cycle started now would still be running then, and
     the GPUs the run frees would stay idle until the cycle after it. So freed GPUs are
     refilled at once, and no request waits longer than about one cycle more.
     """
     wanted = triggers.follow_up_wanted()
-    next_end = runtime.next_completion_at() if wait else None
     due = math.inf
     if next_end is not None:
         due = time.monotonic() + (next_end - timezone.now()).total_seconds()
@@ -170,7 +173,7 @@ def pause(phase: str) -> None:
 def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
     t0 = time.perf_counter()
     started = now or timezone.now()
-    completed = runtime.complete_due(now=started, request=False)
+    completed, going = runtime.complete_runs_due(now=started, request=False)
     t_load = time.perf_counter()
     live = read_snapshot(started)
     t_engine = time.perf_counter()
@@ -223,7 +226,19 @@ def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
         _refresh_continues(outcome.refresh_resume_after)
     if outcome.dropped:
         triggers.want_follow_up()  # decide again on what changed under this cycle
-    return CycleReport(ran=True, record=record, outcome=outcome, completed=completed)
+    return CycleReport(
+        ran=True, record=record, outcome=outcome, completed=completed,
+        next_run_end=_next_run_end(going, outcome),
+    )  # fmt: skip
+
+
+def _next_run_end(going: list[Completion], outcome: ApplyOutcome) -> datetime | None:
+    """When the next simulated run ends: of those going when the cycle began and not ended
+    by it, and those it started (the cycle knows both, so the loop needs no query)."""
+    if not settings.SIMULATED_RUNTIME:
+        return None
+    ends = [run.finished_at for run in going if run.workload_id not in outcome.stopped_runs]
+    return min([*ends, *outcome.run_ends.values()], default=None)
 
 
 def _refresh_slice() -> RefreshSlice | None:

@@ -73,7 +73,7 @@ def progress_kept(
     return max(progress, math.floor(done / every + 1e-9) * every)
 
 
-def _simulated_runs() -> list[Completion]:
+def simulated_runs() -> list[Completion]:
     """Every running workload with a simulated duration, and when its run ends (one query)."""
     rows = Workload.objects.filter(
         status=WorkloadStatus.RUNNING, started_at__isnull=False, spec__has_key="duration"
@@ -86,24 +86,20 @@ def _simulated_runs() -> list[Completion]:
     return runs
 
 
-def due_completions(now: datetime) -> list[Completion]:
-    """Running workloads whose simulated duration is up at `now` (one query)."""
-    return [run for run in _simulated_runs() if run.finished_at <= now]
-
-
-def next_completion_at() -> datetime | None:
-    """When the next simulated run ends (None without simulated runtime or runs)."""
+def complete_runs_due(*, now: datetime, request: bool = True) -> tuple[int, list[Completion]]:
+    """Complete every running workload whose simulated duration is up at `now`; returns how
+    many did and the runs still going (one read of the running workloads)."""
     if not settings.SIMULATED_RUNTIME:
-        return None
-    return min((run.finished_at for run in _simulated_runs()), default=None)
+        return 0, []
+    runs = simulated_runs()
+    due = [run for run in runs if run.finished_at <= now]
+    done = workloads_complete(completions=due, request=request) if due else []
+    return len(done), [run for run in runs if run.finished_at > now]
 
 
 def complete_due(*, now: datetime | None = None, request: bool = True) -> int:
     """Complete every running workload whose simulated duration is up; how many did."""
-    if not settings.SIMULATED_RUNTIME:
-        return 0
-    now = now or timezone.now()
-    return len(workloads_complete(completions=due_completions(now), request=request))
+    return complete_runs_due(now=now or timezone.now(), request=request)[0]
 
 
 # --- heartbeats ----------------------------------------------------------------------------

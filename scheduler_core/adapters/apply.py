@@ -39,7 +39,7 @@ from scheduler_core.engine import (
 )
 from scheduler_core.event_batch import EventBatch
 from scheduler_core.models import Allocation, Node, Workload
-from scheduler_core.runtime import progress_kept
+from scheduler_core.runtime import due_at, progress_kept
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +75,8 @@ class ApplyOutcome:
     events: int = 0
     reasons_written: int = 0
     refresh_resume_after: int | None = None  # the slice stopped short: resume after this key
+    run_ends: dict[int, datetime] = field(default_factory=dict)  # simulated ends of new runs
+    stopped_runs: set[int] = field(default_factory=set)  # runs this cycle ended early
     running: int = 0
     pending: int = 0
     by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -198,8 +200,16 @@ class Applier:
                 )
             )
 
+    def _start_run(self, w: Workload, row: WorkloadRow) -> None:
+        """A run starts now: note when it ends under simulated runtime."""
+        w.started_at = self.now
+        end = due_at(spec=row.spec, progress=w.progress_seconds, started_at=self.now)
+        if end is not None:
+            self.outcome.run_ends[w.pk] = end
+
     def _stop_run(self, w: Workload, row: WorkloadRow) -> None:
         """The current run ends early: keep its last checkpoint, free its pods."""
+        self.outcome.stopped_runs.add(w.pk)
         w.progress_seconds = progress_kept(
             spec=row.spec, progress=row.progress_seconds, started_at=row.started_at,
             stopped_at=self.now,
@@ -209,7 +219,7 @@ class Applier:
     def _allocate(self, d: Allocate, w: Workload, row: WorkloadRow) -> None:
         self._add_pods(w, d.pods, {})
         w.status = WorkloadStatus.RUNNING
-        w.started_at = self.now
+        self._start_run(w, row)
         w.pending_reason = ""
         w.pending_reason_kind = ""
         w.queue_position = None
@@ -241,7 +251,7 @@ class Applier:
         before = sorted({self.live.node_names[a.node_id] for a in row.allocations})
         self._stop_run(w, row)
         self._add_pods(w, d.pods, {})
-        w.started_at = self.now  # a moved workload restarts (from its checkpoint, if any)
+        self._start_run(w, row)  # a moved workload restarts (from its checkpoint, if any)
         nodes = self._nodes_of(d.pods)
         after = sorted(set(nodes))
         self._event(
@@ -282,6 +292,7 @@ class Applier:
 
     def _fail(self, d: Fail, w: Workload, row: WorkloadRow) -> None:
         if w.status == WorkloadStatus.RUNNING:
+            self.outcome.stopped_runs.add(w.pk)
             self.deleted_allocations.extend(a.pk for a in row.allocations)
         w.status = WorkloadStatus.FAILED
         w.finished_at = self.now

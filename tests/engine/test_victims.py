@@ -148,6 +148,26 @@ def test_consolidation_moves_and_respects_the_switch() -> None:
     assert not any(isinstance(d, Move) for d in budget.decisions)
 
 
+def test_a_move_that_cannot_help_spends_no_consolidation_budget() -> None:
+    # Two 6-GPU pods can never share an 8-GPU node: moving one only shifts the problem,
+    # so "wide" is not simulated, and the single evaluation goes to "four", which moving
+    # the 1-GPU job "a" makes room for.
+    nodes = [node("n1", 8), node("n2", 8), node("n3", 4), node("n4", 4)]
+    queues = [dept("org", 24), project("p", gpus=24)]
+    work = [
+        workload("w1", gpus=6, running_on=["n1"], priority=100),
+        workload("w2", gpus=6, running_on=["n2"], priority=100),
+        workload("a", gpus=1, running_on=["n3"], priority=100),
+        workload("b", gpus=1, running_on=["n4"], priority=100),
+        workload("wide", gpus=6, priority=100),
+        workload("four", gpus=4, priority=50),
+    ]
+    pools = [PoolConfig(name="default", max_consolidation_evaluations=1)]
+    result = run_cycle(snapshot(nodes, queues, work, pools=pools))
+    assert _kinds(result) == [("Allocate", "four"), ("Move", "a")]
+    assert "wide" in result.pending
+
+
 def test_node_down_evicts_with_fault_and_fails_past_the_backoff_limit() -> None:
     nodes = [node("n1", 4, state="down"), node("n2", 4)]
     queues = [dept("org", 8), project("p", gpus=8)]

@@ -72,6 +72,27 @@ def _victim_groups(
     return groups
 
 
+def _slots_suffice(pool: PoolIndex, widths: list[int], freed: dict[str, int]) -> bool:
+    """A necessary condition for placing pods of whole-GPU `widths` once `freed` GPUs
+    are free as well: for every width m, the pods of at least m GPUs need no more room
+    than the ready nodes have m-GPU slots for (a node with f free GPUs holds at most
+    f // m of them). It rules out, without simulating, moves that only shift a pod too
+    wide to share a node from one node to another."""
+    for m in sorted(set(widths)):
+        if m < 1:
+            continue
+        need = sum(1 for w in widths if w >= m)
+        slots = 0
+        for node in pool.nodes:
+            if node.ready:
+                slots += (node.free_whole + freed.get(node.name, 0)) // m
+                if slots >= need:
+                    break
+        if slots < need:
+            return False
+    return True
+
+
 def _attempt(
     session: Session,
     pool: PoolIndex,
@@ -101,11 +122,24 @@ def _attempt(
         return  # no node can ever hold such a pod
     groups = _victim_groups(session, pool, job, widest)
     chosen: list[WorkloadState] = []
+    # whole-GPU pods to place in each evaluation (the job's and the moved ones'), and the
+    # whole GPUs the moved ones free per node
+    widths = [
+        round(g.gpus) for g in job.groups if g.gpus >= 1.0 for _ in range(counts.get(g.name, 0))
+    ]
+    freed: dict[str, int] = {}
     for group in groups:
         if budget[0] <= 0:
             return
-        budget[0] -= 1
         chosen = chosen + group
+        for v in group:
+            for p in v.pods:
+                if p.gpu_fraction >= 1.0:
+                    widths.append(len(p.devices))
+                    freed[p.node] = freed.get(p.node, 0) + len(p.devices)
+        if not _slots_suffice(pool, widths, freed):
+            continue  # cannot succeed: no need to simulate it (nor to spend budget)
+        budget[0] -= 1
         stmt = session.statement()
         before = {v.id: (tuple(v.pods), v.pod_counts()) for v in chosen}
         for v in chosen:

@@ -216,11 +216,27 @@ class WorkloadMemo:
     def __init__(self) -> None:
         self.static: dict[int, StaticPart] = {}
         self.specs: dict[int, tuple[tuple[Any, ...], WorkloadSpec]] = {}
+        # pending workload -> (its HOT_FIELDS row, WorkloadRow, engine spec), good while
+        # the row and the names of projects and pools (`names`) stay the same
+        self.waiting: dict[int, tuple[tuple[Any, ...], WorkloadRow, WorkloadSpec]] = {}
+        self.names: object = None
 
     def forget(self) -> None:
         """Drop everything (tests whose rolled-back rows' keys come back)."""
         self.static.clear()
         self.specs.clear()
+        self.waiting.clear()
+        self.names = None
+
+    def waiting_rows(
+        self, names: object
+    ) -> dict[int, tuple[tuple[Any, ...], WorkloadRow, WorkloadSpec]]:
+        """The pending rows of the last snapshot, if project and pool `names` are still
+        those they were built with (else none)."""
+        if names != self.names:
+            self.names = names
+            self.waiting = {}
+        return self.waiting
 
     def refresh(self, hot: list[tuple[Any, ...]]) -> dict[int, StaticPart]:
         """The static part of each workload of `hot` (rows of HOT_FIELDS), reading only
@@ -392,7 +408,19 @@ def load_snapshot(now: datetime) -> LiveSnapshot:
 
     workload_specs = []
     workload_rows: dict[int, WorkloadRow] = {}
-    for pk, version, status, restarts, reason, reason_kind, position, started, progress in hot:
+    # A waiting workload whose row did not change since the last cycle is the same
+    # WorkloadRow and engine spec as then (the apply step never changes a pending row).
+    known = memo.waiting_rows((tuple(queue_keys.items()), tuple(pool_names.items())))
+    waiting = {}
+    for item in hot:
+        pk, version, status, restarts, reason, reason_kind, position, started, progress = item
+        if status == WorkloadStatus.PENDING:
+            entry = known.get(pk)
+            if entry is not None and entry[0] == item:
+                waiting[pk] = entry
+                workload_rows[pk] = entry[1]
+                workload_specs.append(entry[2])
+                continue
         part = static.get(pk)
         if part is None:
             continue  # became inactive between the two reads (not at REPEATABLE READ)
@@ -415,7 +443,7 @@ def load_snapshot(now: datetime) -> LiveSnapshot:
             workload_specs.append(
                 memo.waiting_spec(pk, version, part, project, candidates, status, restarts)
             )
-        workload_rows[pk] = WorkloadRow(
+        row = workload_rows[pk] = WorkloadRow(
             pk=pk,
             project_id=part.project_id,
             name=part.name,
@@ -432,6 +460,9 @@ def load_snapshot(now: datetime) -> LiveSnapshot:
             version=version,
             allocations=pods,
         )
+        if status == WorkloadStatus.PENDING:
+            waiting[pk] = (item, row, workload_specs[-1])
+    memo.waiting = waiting
 
     usage = _usage(now, pools, pool_names, queue_keys)
     snapshot = ClusterSnapshot(

@@ -157,3 +157,22 @@ def test_workloads_that_finish_leave_the_memo(cluster):
     live = load_snapshot(timezone.now())
     assert done.pk not in memo.static and done.pk not in memo.specs
     assert done.pk not in live.workloads
+
+
+def test_a_waiting_workload_is_rebuilt_only_when_its_row_changes(cluster):
+    from scheduler_core.models import Workload
+
+    waiting = factories.workload(cluster["vision"], "waiting")
+    first = load_snapshot(timezone.now())
+    again = load_snapshot(timezone.now())
+    assert again.workloads[waiting.pk] is first.workloads[waiting.pk]
+    assert _spec(again, waiting) is _spec(first, waiting)
+
+    Workload.objects.filter(pk=waiting.pk).update(pending_reason="new reason", queue_position=4)
+    moved = load_snapshot(timezone.now())
+    row = moved.workloads[waiting.pk]
+    assert (row.pending_reason, row.queue_position) == ("new reason", 4)
+    assert row is not again.workloads[waiting.pk]
+
+    Workload.objects.filter(pk=waiting.pk).update(status="cancelled")
+    assert waiting.pk not in load_snapshot(timezone.now()).workloads

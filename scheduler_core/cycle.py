@@ -2,13 +2,13 @@
 
 1. Take the cycle lock without waiting (scheduler_core.locks). If another worker holds it,
    ask it for one follow-up cycle and stop.
-2. Complete workloads whose simulated duration is up, so their GPUs count as free.
-3. Read a consistent snapshot (constant number of queries) and run the engine on it,
-   outside any write transaction.
-4. In one transaction: apply the decisions that still hold (versions re-checked under
-   select_for_update), their events, pending reasons and positions, QueueState rows,
-   usage samples when due, and a CycleRecord. A worker killed before the commit leaves
-   the database as it was; its lock dies with it.
+2. Read a consistent snapshot (constant number of queries). Simulated runs that ended by
+   then are taken out of it, so their GPUs count as free (scheduler_core.adapters.runs).
+3. Run the engine on it, outside any write transaction.
+4. In one transaction: complete the ended runs, apply the decisions that still hold
+   (versions re-checked under select_for_update), their events, pending reasons and
+   positions, QueueState rows, usage samples when due, and a CycleRecord. A worker
+   killed before the commit leaves the database as it was; its lock dies with it.
 5. Release the lock; run one follow-up if anyone asked for it meanwhile.
 
 Workers run cycles through `run_scheduling_loop`: back to back under one lock while
@@ -33,8 +33,10 @@ from scheduler_core.adapters import (
     ApplyOutcome,
     LiveSnapshot,
     RefreshSlice,
+    SimulatedRuns,
     apply_decisions,
     load_snapshot,
+    take_ended_runs,
     totals,
     write_queue_states,
 )
@@ -173,9 +175,9 @@ def pause(phase: str) -> None:
 def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
     t0 = time.perf_counter()
     started = now or timezone.now()
-    completed, going = runtime.complete_runs_due(now=started, request=False)
-    t_load = time.perf_counter()
     live = read_snapshot(started)
+    t_runs = time.perf_counter()
+    runs = take_ended_runs(live, started) if settings.SIMULATED_RUNTIME else SimulatedRuns()
     t_engine = time.perf_counter()
     result = engine.run_cycle(live.snapshot)
     t_apply = time.perf_counter()
@@ -183,7 +185,7 @@ def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
     with transaction.atomic():
         t_decisions = time.perf_counter()
         refresh = _refresh_slice()
-        outcome = apply_decisions(live, result, now=started, refresh=refresh)
+        outcome = apply_decisions(live, result, now=started, refresh=refresh, ended=runs.ended)
         t_queues = time.perf_counter()
         queue_rows = write_queue_states(live, result)
         usage_start = runtime.usage_due(started)
@@ -205,14 +207,14 @@ def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
             details={
                 "applied": dict(outcome.by_kind),
                 "dropped": outcome.dropped_details[:20],
-                "completed": completed,
+                "completed": outcome.completed,
                 "events": outcome.events,
                 "reasons_written": outcome.reasons_written,
                 "queue_states_written": queue_rows,
                 "workloads": len(live.snapshot.workloads),
                 "seconds": {
-                    "runtime": round(t_load - t0, 4),
-                    "load": round(t_engine - t_load, 4),
+                    "load": round(t_runs - t0, 4),
+                    "runtime": round(t_engine - t_runs, 4),
                     "engine": round(t_apply - t_engine, 4),
                     "apply": round(done - t_apply, 4),
                     "apply_begin": round(t_decisions - t_apply, 4),
@@ -227,8 +229,8 @@ def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
     if outcome.dropped:
         triggers.want_follow_up()  # decide again on what changed under this cycle
     return CycleReport(
-        ran=True, record=record, outcome=outcome, completed=completed,
-        next_run_end=_next_run_end(going, outcome),
+        ran=True, record=record, outcome=outcome, completed=outcome.completed,
+        next_run_end=_next_run_end(runs.going, outcome),
     )  # fmt: skip
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -39,7 +39,8 @@ from scheduler_core.engine import (
 )
 from scheduler_core.event_batch import EventBatch
 from scheduler_core.models import Allocation, Node, Workload
-from scheduler_core.runtime import due_at, progress_kept
+from scheduler_core.runtime import due_at, progress_kept, spec_seconds
+from scheduler_core.services.runtime import Completion, finish_run
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ WORKLOAD_LOCK_FIELDS = (
 )  # fmt: skip
 WORKLOAD_WRITE_FIELDS = [
     "status", "pending_reason", "pending_reason_kind", "queue_position", "started_at",
-    "finished_at", "progress_seconds", "restarts", "updated_at",
+    "finished_at", "progress_seconds", "restarts", "version", "updated_at",
 ]  # fmt: skip
 
 
@@ -70,6 +71,7 @@ class ApplyOutcome:
     """What the apply step did."""
 
     applied: int = 0
+    completed: int = 0  # simulated runs that ended before the cycle
     dropped: int = 0
     dropped_details: list[dict[str, Any]] = field(default_factory=list)
     events: int = 0
@@ -91,8 +93,10 @@ class Applier:
         result: CycleResult,
         now: datetime,
         refresh: RefreshSlice | None = RefreshSlice(),
+        ended: Sequence[tuple[Completion, WorkloadRow]] = (),
     ) -> None:
         self.live = live
+        self.ended = ended
         self.refresh = refresh
         self.result = result
         self.now = now
@@ -122,6 +126,7 @@ class Applier:
             ):  # fmt: skip
                 self.node_current[pk] = (version, state)
         ids = {int(d.workload) for d in self.result.decisions}
+        ids.update(run.workload_id for run, _ in self.ended)
         explained, self.refreshed = self._changed_pending()
         ids.update(int(pk) for pk in explained)
         for chunk in key_chunks(sorted(ids)):
@@ -159,6 +164,8 @@ class Applier:
 
     def run(self) -> ApplyOutcome:
         self._lock()
+        for run, row in self.ended:
+            self._complete(run, row)
         for decision in self.result.decisions:
             pk = int(decision.workload)
             if not self._workload_holds(pk):
@@ -175,6 +182,21 @@ class Applier:
         self._write_pending()
         self._flush()
         return self.outcome
+
+    def _complete(self, run: Completion, row: WorkloadRow) -> None:
+        """A simulated run that ended before the cycle: completed, unless it stopped
+        meanwhile (a user cancelled it, its node failed: its GPUs are free anyway)."""
+        w = self.instances.get(run.workload_id)
+        if w is None or w.status != WorkloadStatus.RUNNING or w.started_at != run.started_at:
+            return
+        self.deleted_allocations.extend(a.pk for a in row.allocations)
+        duration = spec_seconds(row.spec, "duration")
+        reason = finish_run(w, finished_at=run.finished_at, duration=duration)
+        self.outcome.completed += 1
+        self._event(
+            EventType.COMPLETED, w, [], pool_id=self._pool_id_of_rows(row.allocations),
+            reason=reason,
+        )  # fmt: skip
 
     def _nodes_of(self, pods: Iterable[PodPlacement]) -> list[str]:
         return [p.node for p in pods]
@@ -392,10 +414,12 @@ def apply_decisions(
     *,
     now: datetime,
     refresh: RefreshSlice | None = RefreshSlice(),
+    ended: Sequence[tuple[Completion, WorkloadRow]] = (),
 ) -> ApplyOutcome:
-    """Apply a cycle's decisions, pending reasons and positions (inside a transaction).
+    """Complete the `ended` simulated runs (see adapters.runs), then apply a cycle's
+    decisions, pending reasons and positions (inside a transaction).
 
     Pending rows whose reason kind is unchanged keep their stored reason text and
     position unless they are in the `refresh` slice (None: none are; the default: all).
     """
-    return Applier(live, result, now, refresh).run()
+    return Applier(live, result, now, refresh, ended).run()

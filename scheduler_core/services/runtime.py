@@ -47,6 +47,19 @@ def _pools_of(workload_ids: list[int]) -> dict[int, int]:
     )
 
 
+def finish_run(w: Workload, *, finished_at: datetime, duration: float | None) -> str:
+    """Mark `w`, whose run ended successfully at `finished_at`, completed (in memory: the
+    caller writes it and frees its pods); returns the reason its event gives."""
+    ran = (finished_at - w.started_at).total_seconds() if w.started_at else 0.0
+    w.status = WorkloadStatus.COMPLETED
+    w.finished_at = finished_at
+    w.pending_reason = ""
+    w.queue_position = None
+    w.progress_seconds = duration or w.progress_seconds
+    w.version += 1
+    return f"finished after running {ran:.1f} s"
+
+
 def workloads_complete(
     *, completions: Sequence[Completion], request: bool = True
 ) -> list[Workload]:
@@ -74,21 +87,11 @@ def workloads_complete(
         Allocation.objects.filter(workload_id__in=ids).delete()
         batch = EventBatch(timezone.now())
         for w in workloads:
-            finished = wanted[w.pk].finished_at
-            ran = (finished - w.started_at).total_seconds() if w.started_at else 0.0
-            w.status = WorkloadStatus.COMPLETED
-            w.finished_at = finished
-            w.pending_reason = ""
-            w.queue_position = None
-            w.progress_seconds = w.duration or w.progress_seconds
-            w.version += 1
+            reason = finish_run(w, finished_at=wanted[w.pk].finished_at, duration=w.duration)
             batch.add(
-                type=EventType.COMPLETED,
-                workload=w,
-                pool_id=pools.get(w.pk),
-                reason=f"finished after running {ran:.1f} s",
+                type=EventType.COMPLETED, workload=w, pool_id=pools.get(w.pk), reason=reason,
                 nodes=[],
-            )
+            )  # fmt: skip
         update_rows(
             workloads,
             [

@@ -40,13 +40,40 @@ def test_a_workload_completes_when_its_duration_is_up(cluster):
 
 
 def test_a_cycle_completes_due_workloads_first_and_reuses_their_gpus(cluster, submit):
-    _running(cluster, 30, duration=10)
+    done = _running(cluster, 30, duration=10)
     factories.running_workload(cluster["vision"], [cluster["nodes"][1]], gpus=8)
     waiting = submit("vision", "next", gpus=8)
     report = run_cycle()
-    assert report.completed == 1
+    assert report.completed == 1 and report.record.details["completed"] == 1
     waiting.refresh_from_db()
     assert waiting.status == WorkloadStatus.RUNNING
+    before = done.version
+    done.refresh_from_db()
+    assert done.status == WorkloadStatus.COMPLETED and done.version == before + 1
+    assert done.finished_at == done.started_at + timedelta(seconds=10)
+    assert not Allocation.objects.filter(workload=done).exists()
+    event = SchedulingEvent.objects.get(workload=done, type=EventType.COMPLETED)
+    assert event.reason == "finished after running 10.0 s"
+    assert event.pool_id == cluster["pool"].pk
+
+
+def test_a_run_cancelled_during_the_cycle_stays_cancelled(cluster):
+    from scheduler_core.adapters import apply_decisions, load_snapshot, take_ended_runs
+    from scheduler_core.engine import run_cycle as decide
+    from scheduler_core.services.workloads import workload_cancel
+
+    done = _running(cluster, 30, duration=10)
+    now = timezone.now()
+    live = load_snapshot(now)
+    runs = take_ended_runs(live, now)
+    assert [run.workload_id for run, _ in runs.ended] == [done.pk]
+    assert str(done.pk) not in {w.id for w in live.snapshot.workloads}
+    workload_cancel(user=cluster["admin"], workload=done)
+    outcome = apply_decisions(live, decide(live.snapshot), now=now, ended=runs.ended)
+    assert outcome.completed == 0
+    done.refresh_from_db()
+    assert done.status == WorkloadStatus.CANCELLED
+    assert not SchedulingEvent.objects.filter(workload=done, type=EventType.COMPLETED).exists()
 
 
 def test_a_preempted_workload_starts_over_without_checkpoints():

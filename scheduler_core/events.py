@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
@@ -66,7 +66,22 @@ def workload_state(workload: Workload, nodes: list[str] | None = None) -> dict[s
     }
 
 
-def event_payload(event: SchedulingEvent, state: dict[str, Any] | None = None) -> dict[str, Any]:
+class EventLike(Protocol):
+    """What publishing reads of an event: a SchedulingEvent, or a row written in bulk
+    (scheduler_core.event_batch.EventRow)."""
+
+    pk: Any
+    type: str
+    created_at: datetime
+    reason: str
+    project_id: int | None
+    pool_id: int | None
+    node_id: int | None
+    workload_id: int | None
+    details: dict[str, Any]
+
+
+def event_payload(event: EventLike, state: dict[str, Any] | None = None) -> dict[str, Any]:
     """What is pushed to browsers for one event."""
     return {
         "id": event.pk,
@@ -82,7 +97,7 @@ def event_payload(event: SchedulingEvent, state: dict[str, Any] | None = None) -
     }
 
 
-def event_groups(event: SchedulingEvent) -> list[str]:
+def event_groups(event: EventLike) -> list[str]:
     groups = [CLUSTER_GROUP]
     if event.pool_id:
         groups.append(group_name("pool", event.pool_id))
@@ -131,7 +146,7 @@ def _current_nodes(workload: Workload) -> list[str]:
     )
 
 
-def publish_after_commit(items: Iterable[tuple[SchedulingEvent, dict[str, Any] | None]]) -> None:
+def publish_after_commit(items: Iterable[tuple[EventLike, dict[str, Any] | None]]) -> None:
     """Send events to their groups once the current transaction commits (never before)."""
     messages = []
     for event, state in items:

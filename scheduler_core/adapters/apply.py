@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler_core.adapters.snapshot import AllocationRow, LiveSnapshot, WorkloadRow, key_chunks
-from scheduler_core.bulk_writes import update_pending_reasons, update_rows
+from scheduler_core.bulk_writes import insert_rows, update_pending_reasons, update_rows
 from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.engine import (
     EVICT_FAULT,
@@ -54,6 +54,11 @@ WORKLOAD_WRITE_FIELDS = [
     "status", "pending_reason", "pending_reason_kind", "queue_position", "started_at",
     "finished_at", "progress_seconds", "restarts", "version", "updated_at",
 ]  # fmt: skip
+
+
+ALLOCATION_FIELDS = (
+    "workload", "group", "pod_index", "node", "gpu_devices", "gpu_fraction", "created_at",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ class Applier:
         self.current: dict[int, tuple[int, str]] = {}
         self.node_current: dict[int, tuple[int, str]] = {}
         self.tainted: set[int] = set()
-        self.new_allocations: list[Allocation] = []
+        self.new_allocations: list[tuple[Any, ...]] = []  # values of ALLOCATION_FIELDS
         self.deleted_allocations: list[int] = []
         self.evented: set[int] = set()
         self.dirty: set[int] = set()
@@ -212,15 +217,9 @@ class Applier:
                 index += 1
             taken.add(index)
             self.new_allocations.append(
-                Allocation(
-                    workload_id=w.pk,
-                    group=pod.group,
-                    pod_index=index,
-                    node_id=self.live.node_ids[pod.node],
-                    gpu_devices=list(pod.devices),
-                    gpu_fraction=pod.gpu_fraction,
-                )
-            )
+                (w.pk, pod.group, index, self.live.node_ids[pod.node], list(pod.devices),
+                 pod.gpu_fraction, self.now)
+            )  # fmt: skip
 
     def _start_run(self, w: Workload, row: WorkloadRow) -> None:
         """A run starts now: note when it ends under simulated runtime."""
@@ -390,8 +389,7 @@ class Applier:
         if self.deleted_allocations:
             for chunk in key_chunks(self.deleted_allocations):
                 Allocation.objects.filter(pk__in=chunk).delete()
-        if self.new_allocations:
-            Allocation.objects.bulk_create(self.new_allocations, batch_size=1000)
+        insert_rows(Allocation, ALLOCATION_FIELDS, self.new_allocations)
         touched = [w for pk, w in self.instances.items() if pk in self.evented or pk in self.dirty]
         if touched:
             for w in touched:

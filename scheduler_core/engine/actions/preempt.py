@@ -43,8 +43,22 @@ def preempt(session: Session) -> None:
                 pool.name,
                 jobs,
                 partial(_attempt, session, pool, failed=failed, budget=budget),
+                viable=partial(_may_succeed, session, failed),
                 frozen=budget.spent,
             )
+
+
+def _signature(session: Session, w: WorkloadState) -> tuple[object, ...]:
+    """What an attempt's outcome depends on: the kind of job, its priority (which
+    running work it may evict) and the state (it changes when something commits)."""
+    return (w.kind_key, w.priority, session.commits)
+
+
+def _may_succeed(session: Session, failed: set[tuple[object, ...]], w: WorkloadState) -> bool:
+    """False once an alike job failed since the last commit. A run of alike jobs that
+    failed is then skipped at once (a lower priority in the run evicts from fewer
+    victims, so it would fail too)."""
+    return _signature(session, w) not in failed
 
 
 def _attempt(
@@ -56,18 +70,13 @@ def _attempt(
 ) -> None:
     if w.pods or w.failed or budget.spent():
         return
+    sig = _signature(session, w)
+    if sig in failed:
+        return
     counts = gang_counts(session, w)
     extra = gang_request(session, w)
     if session.admission_problem(w, pool.name, extra) is not None:
-        return
-    sig = (
-        w.project,
-        w.priority,
-        tuple(round(x, 6) for x in extra),
-        tuple(sorted(w.selector.items())),
-        session.commits,
-    )
-    if sig in failed:
+        failed.add(sig)
         return
     victims = [
         v

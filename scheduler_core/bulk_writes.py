@@ -70,7 +70,9 @@ def _update_from_arrays(meta, concrete, rows) -> None:
     with _binary_cursor() as cursor:
         for start in range(0, len(rows), ROWS_PER_STATEMENT):
             chunk = rows[start : start + ROWS_PER_STATEMENT]
-            cursor.execute(sql, [list(column) for column in zip(*chunk, strict=True)])
+            cursor.execute(
+                sql, [list(column) for column in zip(*chunk, strict=True)], prepare=False
+            )
 
 
 def insert_rows(
@@ -104,7 +106,7 @@ def insert_rows(
                 [json.dumps(v) for v in column] if js else list(column)
                 for column, js in zip(zip(*chunk, strict=True), is_json, strict=True)
             ]
-            cursor.execute(sql, arrays_)
+            cursor.execute(sql, arrays_, prepare=False)
             # rows come back in the order of the arrays (bulk_create relies on this too)
             pks.extend(pk for (pk,) in cursor.fetchall())
     return pks
@@ -119,7 +121,10 @@ def _column_type(field: models.Field) -> str:
 
 def _binary_cursor() -> psycopg.Cursor:
     """A cursor on Django's connection (same transaction) that binds parameters on the
-    server, so that `%b` sends them in binary."""
+    server, so that `%b` sends them in binary. Its statements must run with
+    `prepare=False`: a prepared statement soon gets a generic plan, which does not know
+    how many rows the arrays hold and, on a table that grew since it was last analysed,
+    can scan it once per row (seconds instead of milliseconds)."""
     connection.ensure_connection()
     return psycopg.Cursor(connection.connection)
 
@@ -151,6 +156,7 @@ def update_pending_reasons(rows: Sequence[tuple[int, int, str, str, int | None]]
                     "%b::integer[]) AS v(id, version, reason, kind, position) "
                     "WHERE t.id = v.id AND t.version = v.version AND t.status = 'pending'",
                     [list(column) for column in zip(*chunk, strict=True)],
+                    prepare=False,
                 )
         return len(rows)
     with connection.cursor() as cursor:

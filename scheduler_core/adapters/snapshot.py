@@ -242,7 +242,10 @@ class WorkloadMemo:
         """The static part of each workload of `hot` (rows of HOT_FIELDS), reading only
         those not known at their version (two queries per 2,000 of them, or none)."""
         known = self.static
-        missing = [pk for pk, version, *_ in hot if pk not in known or known[pk].version != version]
+        get = known.get
+        missing = [row[0] for row in hot if (part := get(row[0])) is None or part.version != row[1]]
+        if not missing and len(known) == len(hot):
+            return known  # the same workloads at the same versions (the usual cycle)
         fresh = _read_static(missing) if missing else {}
         current = {}
         for pk, version, *_ in hot:

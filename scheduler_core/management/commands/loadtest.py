@@ -149,10 +149,11 @@ class Command(BaseCommand):
             start = time.monotonic()
             started_at = timezone.now()
             ticker.start()
-            self._submit(arrivals, projects, pool, user, start)
+            lag, slowest = self._submit(arrivals, projects, pool, user, start)
             self.stdout.write(
                 f"  all submitted after {time.monotonic() - start:.1f} s "
-                f"(the load's arrivals span {arrivals[-1][0]:.1f} s)"
+                f"(the load's arrivals span {arrivals[-1][0]:.1f} s); submissions were at most "
+                f"{lag:.2f} s late, the slowest took {slowest:.2f} s"
             )
             drained = self._wait_drained(projects, start, opts["timeout"])
             stop.set()
@@ -180,14 +181,17 @@ class Command(BaseCommand):
                 out.append((at, spec.project, f"{klass}-{spec.id}", gpus, seconds, spec.priority))
         return out
 
-    def _submit(self, arrivals, projects, pool, user, start: float) -> None:
-        """Submit each instant's arrivals in one bulk call, on time."""
+    def _submit(self, arrivals, projects, pool, user, start: float) -> tuple[float, float]:
+        """Submit each instant's arrivals in one bulk call, on time; returns how late the
+        latest one was and how long the slowest call took (seconds)."""
         i = 0
+        lag = slowest = 0.0
         while i < len(arrivals):
             at = arrivals[i][0]
             delay = start + at - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+            lag = max(lag, -delay)
             batch = []
             while i < len(arrivals) and arrivals[i][0] <= at + 1e-9:
                 _, project, name, gpus, seconds, priority = arrivals[i]
@@ -201,7 +205,10 @@ class Command(BaseCommand):
                     )
                 )  # fmt: skip
                 i += 1
+            began = time.monotonic()
             workload_submit_bulk(user=user, requests=batch)
+            slowest = max(slowest, time.monotonic() - began)
+        return lag, slowest
 
     def _tick_loop(self, stop: threading.Event, tick: float) -> None:
         """The beat's safety net: ask for a cycle every `tick` seconds. (The worker's

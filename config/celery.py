@@ -1,9 +1,10 @@
 """The Celery application: scheduling cycles, simulated runtime and what-if runs."""
 
+import gc
 import os
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_process_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -19,3 +20,13 @@ def _publish_events_in_background(**kwargs) -> None:
     from scheduler_core import event_publisher
 
     event_publisher.enable()
+
+
+@worker_ready.connect
+@worker_process_init.connect
+def _freeze_startup_objects(**kwargs) -> None:
+    """Keep what the worker loaded at startup (Django, the apps, their modules: about
+    175,000 objects) out of the garbage collector's full collections, which would
+    otherwise walk all of it every few cycles (about 80 ms each under load)."""
+    gc.collect()
+    gc.freeze()

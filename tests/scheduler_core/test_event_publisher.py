@@ -67,3 +67,15 @@ def test_the_publisher_thread_sends_through_the_channel_layer_on_one_loop_of_its
 
     assert async_to_sync(receive_three)() == [0, 1, 2]
     assert loops[0] is not None and all(loop is loops[0] for loop in loops)
+
+
+def test_a_worker_keeps_its_startup_objects_out_of_full_garbage_collections():
+    import gc
+
+    from config.celery import _freeze_startup_objects
+
+    try:
+        _freeze_startup_objects()
+        assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()

@@ -231,12 +231,16 @@ class WorkloadMemo:
     def waiting_rows(
         self, names: object
     ) -> dict[int, tuple[tuple[Any, ...], WorkloadRow, WorkloadSpec]]:
-        """The pending rows of the last snapshot, if project and pool `names` are still
-        those they were built with (else none)."""
-        if names != self.names:
-            self.names = names
-            self.waiting = {}
-        return self.waiting
+        """The pending rows kept by the last snapshot (see keep_waiting), if it was built
+        with the same project and pool `names` (else none)."""
+        return self.waiting if names == self.names else {}
+
+    def keep_waiting(
+        self, names: object, rows: dict[int, tuple[tuple[Any, ...], WorkloadRow, WorkloadSpec]]
+    ) -> None:
+        """Keep this snapshot's pending rows for the next one."""
+        self.names = names
+        self.waiting = rows
 
     def refresh(self, hot: list[tuple[Any, ...]]) -> dict[int, StaticPart]:
         """The static part of each workload of `hot` (rows of HOT_FIELDS), reading only
@@ -413,7 +417,8 @@ def load_snapshot(now: datetime) -> LiveSnapshot:
     workload_rows: dict[int, WorkloadRow] = {}
     # A waiting workload whose row did not change since the last cycle is the same
     # WorkloadRow and engine spec as then (the apply step never changes a pending row).
-    known = memo.waiting_rows((tuple(queue_keys.items()), tuple(pool_names.items())))
+    names = (tuple(queue_keys.items()), tuple(pool_names.items()))
+    known = memo.waiting_rows(names)
     waiting = {}
     for item in hot:
         pk, version, status, restarts, reason, reason_kind, position, started, progress = item
@@ -465,7 +470,7 @@ def load_snapshot(now: datetime) -> LiveSnapshot:
         )
         if status == WorkloadStatus.PENDING:
             waiting[pk] = (item, row, workload_specs[-1])
-    memo.waiting = waiting
+    memo.keep_waiting(names, waiting)
 
     usage = _usage(now, pools, pool_names, queue_keys)
     snapshot = ClusterSnapshot(

@@ -18,8 +18,8 @@ requests keep coming or simulated runs keep ending, for a bounded time.
 from __future__ import annotations
 
 import logging
-import math
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -41,8 +41,8 @@ from scheduler_core.adapters import (
     write_queue_states,
 )
 from scheduler_core.locks import CycleLock, new_cycle_lock
+from scheduler_core.loop_timing import RunEnd, run_weight, start_delay
 from scheduler_core.models import CycleRecord
-from scheduler_core.services.runtime import Completion
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,8 @@ class CycleReport:
     record: CycleRecord | None = None
     outcome: ApplyOutcome = field(default_factory=ApplyOutcome)
     completed: int = 0
-    next_run_end: datetime | None = None  # when the next simulated run ends, as of this cycle
+    run_ends: list[RunEnd] = field(default_factory=list)  # simulated runs still going after it
+    idle_gpus: int = 0  # whole GPUs of ready nodes left free by its decisions
 
 
 def run_cycle(*, now: datetime | None = None) -> CycleReport:
@@ -96,9 +97,7 @@ def run_scheduling_loop(*, seconds: float | None = None, wait: bool = True) -> l
             triggers.take_follow_up()
             report = _run_locked(lock, None)
             reports.append(report)
-            last_cycle = report.record.duration_seconds if report.record else 0.0
-            next_end = report.next_run_end if wait else None
-            if not _wait_for_next_cycle(end, next_end, last_cycle):
+            if not _wait_for_next_cycle(end, report, wait):
                 break
     finally:
         _release(lock)
@@ -121,36 +120,41 @@ def _release(lock: CycleLock) -> None:
         triggers.enqueue_cycle()
 
 
-def _wait_for_next_cycle(end: float, next_end: datetime | None, last_cycle: float) -> bool:
+def _wait_for_next_cycle(end: float, report: CycleReport, wait: bool) -> bool:
     """Wait (holding the lock) until the next cycle should start; False when this loop
     should stop: nothing is wanted soon, or it would run past its `end` (then it asks for
     a follow-up, which a new task runs).
 
-    The next cycle starts when a request is open, or when the next simulated run ends
-    (`next_end`, None: none, or the loop does not wait for runs). A
-    request that comes less than one cycle (`last_cycle` seconds, as long as the last one)
-    before a run ends waits for it: a cycle started now would still be running then, and
-    the GPUs the run frees would stay idle until the cycle after it. So freed GPUs are
-    refilled at once, and no request waits longer than about one cycle more.
+    When to start is loop_timing.start_delay's choice, from the simulated runs the last
+    cycle left going (none when the loop does not `wait` for runs), how long it took, and
+    whether a request is open (checked every SCHEDULER_LOOP_POLL seconds): at once for
+    a request while GPUs are idle and no run ends sooner than a cycle takes, else when
+    the run ends that it is worth waiting for. So freed GPUs are refilled as they are
+    freed, and no request waits longer than about one cycle more.
     """
-    wanted = triggers.follow_up_wanted()
-    due = math.inf
-    if next_end is not None:
-        due = time.monotonic() + (next_end - timezone.now()).total_seconds()
-    if not wanted and due > time.monotonic() + settings.SCHEDULER_LOOP_WAIT:
-        return False  # nothing soon: the runtime tick and the beat cover later runs
-    poll = settings.SCHEDULER_LOOP_POLL
+    cycle_seconds = report.record.duration_seconds if report.record else 0.0
+    offset = time.monotonic() - timezone.now().timestamp()
+    weights: dict[float, float] = defaultdict(float)  # runs started together end together
+    for run in report.run_ends if wait else ():
+        weights[run.at.timestamp() + offset] += run_weight(run.gpus)
+    ends = list(weights.items())
+    wanted = False
     while True:
+        wanted = wanted or triggers.follow_up_wanted()
         now = time.monotonic()
-        left = due - now
-        run_now = left <= 0 or (wanted and left > last_cycle)
-        if run_now and now < end:
-            return True
-        if run_now or due > end:  # out of time, not out of work: a new task carries on
+        delay = start_delay(
+            [(at - now, gpus) for at, gpus in ends], cycle=cycle_seconds,
+            request_gpus=report.idle_gpus if wanted else None,
+            horizon=settings.SCHEDULER_LOOP_WAIT,
+        )  # fmt: skip
+        if delay is None:
+            return False  # nothing soon: the runtime tick and the beat cover later runs
+        if now + delay >= end:  # out of time, not out of work: a new task carries on
             triggers.want_follow_up()
             return False
-        time.sleep(min(poll, left))
-        wanted = wanted or triggers.follow_up_wanted()
+        if delay <= 0:
+            return True
+        time.sleep(min(settings.SCHEDULER_LOOP_POLL, delay))
 
 
 def read_snapshot(now: datetime) -> LiveSnapshot:
@@ -230,17 +234,17 @@ def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
         triggers.want_follow_up()  # decide again on what changed under this cycle
     return CycleReport(
         ran=True, record=record, outcome=outcome, completed=outcome.completed,
-        next_run_end=_next_run_end(runs.going, outcome),
+        run_ends=_run_ends(runs.going, outcome), idle_gpus=result.idle_gpus,
     )  # fmt: skip
 
 
-def _next_run_end(going: list[Completion], outcome: ApplyOutcome) -> datetime | None:
-    """When the next simulated run ends: of those going when the cycle began and not ended
-    by it, and those it started (the cycle knows both, so the loop needs no query)."""
+def _run_ends(going: list[RunEnd], outcome: ApplyOutcome) -> list[RunEnd]:
+    """The simulated runs going after the cycle: those going when it began that it did not
+    stop, and those it started (the cycle knows both, so the loop needs no query)."""
     if not settings.SIMULATED_RUNTIME:
-        return None
-    ends = [run.finished_at for run in going if run.workload_id not in outcome.stopped_runs]
-    return min([*ends, *outcome.run_ends.values()], default=None)
+        return []
+    kept = [run for run in going if run.workload_id not in outcome.stopped_runs]
+    return kept + list(outcome.run_ends.values())
 
 
 def _refresh_slice() -> RefreshSlice | None:

@@ -38,6 +38,7 @@ from scheduler_core.engine import (
     Shrink,
 )
 from scheduler_core.event_batch import EventBatch
+from scheduler_core.loop_timing import RunEnd
 from scheduler_core.models import Allocation, Node, Workload
 from scheduler_core.runtime import due_at, progress_kept, spec_seconds
 from scheduler_core.services.runtime import Completion, finish_run
@@ -82,7 +83,7 @@ class ApplyOutcome:
     events: int = 0
     reasons_written: int = 0
     refresh_resume_after: int | None = None  # the slice stopped short: resume after this key
-    run_ends: dict[int, datetime] = field(default_factory=dict)  # simulated ends of new runs
+    run_ends: dict[int, RunEnd] = field(default_factory=dict)  # simulated ends of new runs
     stopped_runs: set[int] = field(default_factory=set)  # runs this cycle ended early
     running: int = 0
     pending: int = 0
@@ -221,12 +222,13 @@ class Applier:
                  pod.gpu_fraction, self.now)
             )  # fmt: skip
 
-    def _start_run(self, w: Workload, row: WorkloadRow) -> None:
+    def _start_run(self, w: Workload, row: WorkloadRow, pods: Sequence[PodPlacement]) -> None:
         """A run starts now: note when it ends under simulated runtime."""
         w.started_at = self.now
         end = due_at(spec=row.spec, progress=w.progress_seconds, started_at=self.now)
         if end is not None:
-            self.outcome.run_ends[w.pk] = end
+            gpus = sum(len(p.devices) * p.gpu_fraction for p in pods)
+            self.outcome.run_ends[w.pk] = RunEnd(w.pk, end, gpus)
 
     def _stop_run(self, w: Workload, row: WorkloadRow) -> None:
         """The current run ends early: keep its last checkpoint, free its pods."""
@@ -240,7 +242,7 @@ class Applier:
     def _allocate(self, d: Allocate, w: Workload, row: WorkloadRow) -> None:
         self._add_pods(w, d.pods, {})
         w.status = WorkloadStatus.RUNNING
-        self._start_run(w, row)
+        self._start_run(w, row, d.pods)
         w.pending_reason = ""
         w.pending_reason_kind = ""
         w.queue_position = None
@@ -272,7 +274,7 @@ class Applier:
         before = sorted({self.live.node_names[a.node_id] for a in row.allocations})
         self._stop_run(w, row)
         self._add_pods(w, d.pods, {})
-        self._start_run(w, row)  # a moved workload restarts (from its checkpoint, if any)
+        self._start_run(w, row, d.pods)  # a moved workload restarts (from its checkpoint, if any)
         nodes = self._nodes_of(d.pods)
         after = sorted(set(nodes))
         self._event(

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from scheduler_core.adapters.snapshot import LiveSnapshot, WorkloadRow
 from scheduler_core.choices import WorkloadStatus
+from scheduler_core.loop_timing import RunEnd
 from scheduler_core.runtime import due_at
 from scheduler_core.services.runtime import Completion
 
@@ -21,7 +22,7 @@ class SimulatedRuns:
     """The runs of a snapshot with a simulated duration: ended by its time, or going."""
 
     ended: list[tuple[Completion, WorkloadRow]] = field(default_factory=list)
-    going: list[Completion] = field(default_factory=list)
+    going: list[RunEnd] = field(default_factory=list)
 
 
 def take_ended_runs(live: LiveSnapshot, now: datetime) -> SimulatedRuns:
@@ -34,11 +35,11 @@ def take_ended_runs(live: LiveSnapshot, now: datetime) -> SimulatedRuns:
         end = due_at(spec=row.spec, progress=row.progress_seconds, started_at=row.started_at)
         if end is None:
             continue
-        run = Completion(row.pk, row.started_at, end)
         if end <= now:
-            runs.ended.append((run, row))
+            runs.ended.append((Completion(row.pk, row.started_at, end), row))
         else:
-            runs.going.append(run)
+            gpus = sum(len(a.gpu_devices) * a.gpu_fraction for a in row.allocations)
+            runs.going.append(RunEnd(row.pk, end, gpus))
     if runs.ended:
         gone = {str(run.workload_id) for run, _ in runs.ended}
         live.snapshot = dataclasses.replace(

@@ -115,12 +115,14 @@ class QueueStatus:
 @dataclass(frozen=True, slots=True)
 class CycleResult:
     """The outcome of one cycle: `decisions` to apply in order (atomically), `pending`
-    reasons per pending workload id, and `queues[queue][pool]` figures."""
+    reasons per pending workload id, `queues[queue][pool]` figures, and the whole GPUs
+    of ready nodes that are still free after the decisions."""
 
     now: float
     decisions: tuple[Decision, ...]
     pending: Mapping[str, PendingInfo] = field(default_factory=dict)
     queues: Mapping[str, Mapping[str, QueueStatus]] = field(default_factory=dict)
+    idle_gpus: int = 0
 
     @property
     def changed(self) -> bool:

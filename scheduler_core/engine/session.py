@@ -820,6 +820,7 @@ class Session:
             decisions=decisions,
             pending=self._pending_infos(),
             queues=self._queue_statuses(),
+            idle_gpus=sum(n.free_whole for n in self.nodes.values() if n.ready),
         )
 
     def _pending_infos(self) -> dict[str, PendingInfo]:

@@ -124,3 +124,26 @@ def test_a_loop_out_of_time_but_not_out_of_work_hands_over_to_a_new_task(
     reports = cycle.run_scheduling_loop(seconds=0.2)
     assert len(reports) == 1
     assert sent == [1]  # a new task will complete the run when it ends
+
+
+def test_a_cycle_waits_a_moment_for_a_run_ending_just_after_it_would_start(
+    cluster, submit, sent, loop_settings
+):
+    # Every cycle takes about 0.5 s. The first starts a (one node, 0.1 s) and b (the
+    # other node, 0.7 s). When it ends a is over and b ends 0.2 s later: a cycle started
+    # at once would miss b and leave its node idle until the cycle after (~0.4 s); one
+    # that waits for b refills both nodes together.
+    loop_settings.SCHEDULER_CYCLE_PAUSES = {"before_apply": 0.5}
+    a = submit("vision", "a", gpus=8, spec={"duration": 0.1})
+    b = submit("vision", "b", gpus=8, spec={"duration": 0.7})
+    c = submit("vision", "c", gpus=8, spec={"duration": 60})
+    d = submit("vision", "d", gpus=8, spec={"duration": 60})
+    reports = cycle.run_scheduling_loop()
+
+    for w in (a, b, c, d):
+        w.refresh_from_db()
+    assert a.status == b.status == WorkloadStatus.COMPLETED
+    assert c.status == d.status == WorkloadStatus.RUNNING
+    assert len(reports) == 2  # start a and b; complete both, start c and d
+    assert c.started_at == d.started_at
+    assert 0 <= (d.started_at - b.finished_at).total_seconds() < 0.2

@@ -43,10 +43,13 @@ class Workload(models.Model):
     user makes, so a scheduling cycle never overwrites a change made while it ran.
     """
 
+    # Every change of status rewrites each index of the row, so there is no index that
+    # another one covers: (project, name) below serves lookups by project and by name.
     project = models.ForeignKey(
-        "scheduler_core.Project", on_delete=models.PROTECT, related_name="workloads"
-    )
-    name = models.SlugField(max_length=100)
+        "scheduler_core.Project", on_delete=models.PROTECT, related_name="workloads",
+        db_index=False,
+    )  # fmt: skip
+    name = models.SlugField(max_length=100, db_index=False)
     kind = models.CharField(
         max_length=16, choices=WorkloadKind.choices, default=WorkloadKind.TRAINING
     )
@@ -169,7 +172,10 @@ class WorkloadCandidatePool(models.Model):
 class Allocation(models.Model):
     """One running pod of a workload: which node, which GPU devices, what fraction of each."""
 
-    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="allocations")
+    workload = models.ForeignKey(
+        Workload, on_delete=models.CASCADE, related_name="allocations",
+        db_index=False,  # the unique (workload, group, pod_index) below serves it
+    )  # fmt: skip
     group = models.CharField(max_length=63, default="main")
     pod_index = models.PositiveIntegerField()
     node = models.ForeignKey(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from scheduler_core.choices import WorkloadStatus
-from scheduler_core.models import Project, Quota, Simulation, Workload
+from django.utils import timezone
+
+from scheduler_core.choices import EventType, WorkloadStatus
+from scheduler_core.models import Project, Quota, SchedulingEvent, Simulation, Workload
 from tests import factories
 
 
@@ -177,3 +179,24 @@ def test_live_simulation_with_changes(admin_api):
     )
     assert bad.status_code == 400
     assert any(k.startswith("changes.quotas[0]") for k in bad.json()["fields"])
+
+
+def test_events_follow_what_they_name_when_it_is_deleted(cluster, admin_api):
+    # Events are a log without database constraints; Django keeps their references.
+    pool = factories.pool("h100")
+    node = factories.node(pool, "h-1")
+    done = factories.workload(cluster["nlp"], "done", status=WorkloadStatus.COMPLETED)
+    now = timezone.now()
+    of_project = SchedulingEvent.objects.create(
+        created_at=now, type=EventType.COMPLETED, workload=done, project=cluster["nlp"]
+    )
+    of_node = SchedulingEvent.objects.create(
+        created_at=now, type=EventType.NODE_STATE, pool=pool, node=node, reason="h-1 cordoned"
+    )
+
+    assert admin_api.delete("/api/v1/projects/nlp/").status_code == 204
+    assert not SchedulingEvent.objects.filter(pk=of_project.pk).exists()
+    assert admin_api.delete("/api/v1/nodes/h-1/").status_code == 204
+    assert admin_api.delete("/api/v1/pools/h100/").status_code == 204
+    kept = SchedulingEvent.objects.get(pk=of_node.pk)
+    assert (kept.node, kept.pool, kept.reason) == (None, None, "h-1 cordoned")

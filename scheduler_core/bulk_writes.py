@@ -30,13 +30,21 @@ PLAIN_FIELDS = (
 )  # fmt: skip
 
 
-def update_rows(objs: Sequence[models.Model], fields: Sequence[str]) -> int:
-    """Write `fields` of every object in `objs` (all of one model) by primary key."""
+def update_rows(
+    objs: Sequence[Any], fields: Sequence[str], *, model: type[models.Model] | None = None
+) -> int:
+    """Write `fields` of every object in `objs` by primary key: instances of one model,
+    or, given that `model`, any objects with its fields' attributes and a `pk`.
+    Date-times must be aware (as timezone.now() gives): on PostgreSQL they are sent as
+    they are."""
     if not objs:
         return 0
-    meta = type(objs[0])._meta
+    meta = (model or type(objs[0]))._meta
     concrete = [meta.get_field(name) for name in fields]
-    prepared = [not isinstance(f, PLAIN_FIELDS) for f in concrete]
+    plain = PLAIN_FIELDS
+    if connection.vendor == "postgresql":
+        plain = (*plain, models.DateTimeField)
+    prepared = [not isinstance(f, plain) for f in concrete]
     rows = [
         [obj.pk]
         + [

@@ -14,6 +14,7 @@ from typing import Any
 
 from scheduler_core.bulk_writes import insert_rows
 from scheduler_core.events import publish_after_commit, workload_state
+from scheduler_core.locked_workload import LockedWorkload
 from scheduler_core.models import SchedulingEvent, Workload
 
 EVENT_FIELDS = (
@@ -54,7 +55,7 @@ class EventBatch:
         self,
         *,
         type: str,
-        workload: Workload | None = None,
+        workload: Workload | LockedWorkload | None = None,
         project_id: int | None = None,
         pool_id: int | None = None,
         node_id: int | None = None,

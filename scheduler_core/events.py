@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from scheduler_core import event_publisher, watched_groups
 from scheduler_core.choices import WorkloadStatus
+from scheduler_core.locked_workload import LockedWorkload
 from scheduler_core.models import (
     DepartmentMembership,
     Node,
@@ -51,7 +52,9 @@ def user_group(user_id: int) -> str:
     return group_name("user", user_id)
 
 
-def workload_state(workload: Workload, nodes: list[str] | None = None) -> dict[str, Any]:
+def workload_state(
+    workload: Workload | LockedWorkload, nodes: list[str] | None = None
+) -> dict[str, Any]:
     """The small, id-keyed state of a workload that lets a page update a row in place."""
     return {
         "id": workload.pk,

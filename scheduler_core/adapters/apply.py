@@ -38,6 +38,7 @@ from scheduler_core.engine import (
     Shrink,
 )
 from scheduler_core.event_batch import EventBatch
+from scheduler_core.locked_workload import LockedWorkload, lock_workloads
 from scheduler_core.loop_timing import RunEnd
 from scheduler_core.models import Allocation, Node, Workload
 from scheduler_core.runtime import due_at, progress_kept, spec_seconds
@@ -45,12 +46,6 @@ from scheduler_core.services.runtime import Completion, finish_run
 
 logger = logging.getLogger(__name__)
 
-# What the apply step reads of a locked workload: what it writes, checks and publishes.
-WORKLOAD_LOCK_FIELDS = (
-    "id", "project_id", "name", "priority", "status", "pending_reason", "pending_reason_kind",
-    "queue_position", "started_at", "finished_at", "progress_seconds", "restarts", "version",
-    "updated_at",
-)  # fmt: skip
 WORKLOAD_WRITE_FIELDS = [
     "status", "pending_reason", "pending_reason_kind", "queue_position", "started_at",
     "finished_at", "progress_seconds", "restarts", "version", "updated_at",
@@ -108,7 +103,7 @@ class Applier:
         self.now = now
         self.outcome = ApplyOutcome()
         self.events = EventBatch(now)
-        self.instances: dict[int, Workload] = {}
+        self.instances: dict[int, LockedWorkload] = {}
         self.current: dict[int, tuple[int, str]] = {}
         self.node_current: dict[int, tuple[int, str]] = {}
         self.tainted: set[int] = set()
@@ -136,10 +131,7 @@ class Applier:
         explained, self.refreshed = self._changed_pending()
         ids.update(int(pk) for pk in explained)
         for chunk in key_chunks(sorted(ids)):
-            for w in (
-                Workload.objects.select_for_update().filter(pk__in=chunk).order_by("pk")
-                .only(*WORKLOAD_LOCK_FIELDS)
-            ):  # fmt: skip
+            for w in lock_workloads(Workload.objects.filter(pk__in=chunk)):
                 self.instances[w.pk] = w
                 self.current[w.pk] = (w.version, w.status)
 
@@ -210,7 +202,7 @@ class Applier:
     def _pool_id_of_rows(self, rows: list[AllocationRow]) -> int | None:
         return self.live.node_pools.get(rows[0].node_id) if rows else None
 
-    def _add_pods(self, w: Workload, pods: Iterable[PodPlacement], used: dict[str, set[int]]):
+    def _add_pods(self, w: LockedWorkload, pods: Iterable[PodPlacement], used: dict[str, set[int]]):
         for pod in pods:
             taken = used.setdefault(pod.group, set())
             index = 0
@@ -222,7 +214,7 @@ class Applier:
                  pod.gpu_fraction, self.now)
             )  # fmt: skip
 
-    def _start_run(self, w: Workload, row: WorkloadRow, pods: Sequence[PodPlacement]) -> None:
+    def _start_run(self, w: LockedWorkload, row: WorkloadRow, pods: Sequence[PodPlacement]) -> None:
         """A run starts now: note when it ends under simulated runtime."""
         w.started_at = self.now
         end = due_at(spec=row.spec, progress=w.progress_seconds, started_at=self.now)
@@ -230,7 +222,7 @@ class Applier:
             gpus = sum(len(p.devices) * p.gpu_fraction for p in pods)
             self.outcome.run_ends[w.pk] = RunEnd(w.pk, end, gpus)
 
-    def _stop_run(self, w: Workload, row: WorkloadRow) -> None:
+    def _stop_run(self, w: LockedWorkload, row: WorkloadRow) -> None:
         """The current run ends early: keep its last checkpoint, free its pods."""
         self.outcome.stopped_runs.add(w.pk)
         w.progress_seconds = progress_kept(
@@ -239,7 +231,7 @@ class Applier:
         )  # fmt: skip
         self.deleted_allocations.extend(a.pk for a in row.allocations)
 
-    def _allocate(self, d: Allocate, w: Workload, row: WorkloadRow) -> None:
+    def _allocate(self, d: Allocate, w: LockedWorkload, row: WorkloadRow) -> None:
         self._add_pods(w, d.pods, {})
         w.status = WorkloadStatus.RUNNING
         self._start_run(w, row, d.pods)
@@ -257,7 +249,7 @@ class Applier:
             details={"pool": d.pool, "nodes": distinct, "pods": len(nodes), "gpus": gpus},
         )  # fmt: skip
 
-    def _evict(self, d: Evict, w: Workload, row: WorkloadRow) -> None:
+    def _evict(self, d: Evict, w: LockedWorkload, row: WorkloadRow) -> None:
         pool_id = self._pool_id_of_rows(row.allocations)
         self._stop_run(w, row)
         w.status = WorkloadStatus.PENDING
@@ -270,7 +262,7 @@ class Applier:
         details = {"kind": d.reason_kind, "by": d.by, "restarts": w.restarts}
         self._event(EventType.PREEMPTED, w, [], pool_id=pool_id, reason=d.reason, details=details)
 
-    def _move(self, d: Move, w: Workload, row: WorkloadRow) -> None:
+    def _move(self, d: Move, w: LockedWorkload, row: WorkloadRow) -> None:
         before = sorted({self.live.node_names[a.node_id] for a in row.allocations})
         self._stop_run(w, row)
         self._add_pods(w, d.pods, {})
@@ -283,7 +275,7 @@ class Applier:
             details={"from": before, "to": after, "pool": d.pool},
         )  # fmt: skip
 
-    def _shrink(self, d: Shrink, w: Workload, row: WorkloadRow) -> None:
+    def _shrink(self, d: Shrink, w: LockedWorkload, row: WorkloadRow) -> None:
         remaining = list(row.allocations)
         for pod in d.pods:
             for a in remaining:
@@ -301,7 +293,7 @@ class Applier:
         )  # fmt: skip
         row.allocations = remaining
 
-    def _expand(self, d: Expand, w: Workload, row: WorkloadRow) -> None:
+    def _expand(self, d: Expand, w: LockedWorkload, row: WorkloadRow) -> None:
         used: dict[str, set[int]] = defaultdict(set)
         for a in row.allocations:
             used[a.group].add(a.pod_index)
@@ -313,7 +305,7 @@ class Applier:
             details={"added": len(d.pods), "pods": len(nodes)},
         )  # fmt: skip
 
-    def _fail(self, d: Fail, w: Workload, row: WorkloadRow) -> None:
+    def _fail(self, d: Fail, w: LockedWorkload, row: WorkloadRow) -> None:
         if w.status == WorkloadStatus.RUNNING:
             self.outcome.stopped_runs.add(w.pk)
             self.deleted_allocations.extend(a.pk for a in row.allocations)
@@ -324,7 +316,7 @@ class Applier:
         w.queue_position = None
         self._event(EventType.FAILED, w, [], reason=d.reason)
 
-    def _event(self, type: str, w: Workload, nodes: list[str], **kwargs: Any) -> None:
+    def _event(self, type: str, w: LockedWorkload, nodes: list[str], **kwargs: Any) -> None:
         self.evented.add(w.pk)
         self.dirty.add(w.pk)
         self.events.add(type=type, workload=w, nodes=nodes, **kwargs)
@@ -396,7 +388,7 @@ class Applier:
         if touched:
             for w in touched:
                 w.updated_at = self.now
-            update_rows(touched, WORKLOAD_WRITE_FIELDS)
+            update_rows(touched, WORKLOAD_WRITE_FIELDS, model=Workload)
         self.outcome.events = len(self.events)
         self.events.flush()
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from scheduler_core.bulk_writes import update_rows
 from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.event_batch import EventBatch
+from scheduler_core.locked_workload import LockedWorkload
 from scheduler_core.models import Allocation, Workload
 from scheduler_core.triggers import request_cycle
 
@@ -47,7 +48,9 @@ def _pools_of(workload_ids: list[int]) -> dict[int, int]:
     )
 
 
-def finish_run(w: Workload, *, finished_at: datetime, duration: float | None) -> str:
+def finish_run(
+    w: Workload | LockedWorkload, *, finished_at: datetime, duration: float | None
+) -> str:
     """Mark `w`, whose run ended successfully at `finished_at`, completed (in memory: the
     caller writes it and frees its pods); returns the reason its event gives."""
     ran = (finished_at - w.started_at).total_seconds() if w.started_at else 0.0

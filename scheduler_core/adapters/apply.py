@@ -214,12 +214,11 @@ class Applier:
                  pod.gpu_fraction, self.now)
             )  # fmt: skip
 
-    def _start_run(self, w: LockedWorkload, row: WorkloadRow, pods: Sequence[PodPlacement]) -> None:
-        """A run starts now: note when it ends under simulated runtime."""
+    def _start_run(self, w: LockedWorkload, row: WorkloadRow, gpus: float) -> None:
+        """A run on `gpus` GPUs starts now: note when it ends under simulated runtime."""
         w.started_at = self.now
         end = due_at(spec=row.spec, progress=w.progress_seconds, started_at=self.now)
         if end is not None:
-            gpus = sum(len(p.devices) * p.gpu_fraction for p in pods)
             self.outcome.run_ends[w.pk] = RunEnd(w.pk, end, gpus)
 
     def _stop_run(self, w: LockedWorkload, row: WorkloadRow) -> None:
@@ -234,13 +233,13 @@ class Applier:
     def _allocate(self, d: Allocate, w: LockedWorkload, row: WorkloadRow) -> None:
         self._add_pods(w, d.pods, {})
         w.status = WorkloadStatus.RUNNING
-        self._start_run(w, row, d.pods)
+        gpus = _gpus_of(d.pods)
+        self._start_run(w, row, gpus)
         w.pending_reason = ""
         w.pending_reason_kind = ""
         w.queue_position = None
         nodes = self._nodes_of(d.pods)
         distinct = sorted(set(nodes))
-        gpus = sum(len(p.devices) * p.gpu_fraction for p in d.pods)
         self._event(
             EventType.ALLOCATED, w, nodes, pool_id=self.live.pool_ids.get(d.pool),
             node_id=self.live.node_ids[distinct[0]] if len(distinct) == 1 else None,
@@ -266,7 +265,8 @@ class Applier:
         before = sorted({self.live.node_names[a.node_id] for a in row.allocations})
         self._stop_run(w, row)
         self._add_pods(w, d.pods, {})
-        self._start_run(w, row, d.pods)  # a moved workload restarts (from its checkpoint, if any)
+        # a moved workload restarts (from its checkpoint, if any)
+        self._start_run(w, row, _gpus_of(d.pods))
         nodes = self._nodes_of(d.pods)
         after = sorted(set(nodes))
         self._event(
@@ -391,6 +391,10 @@ class Applier:
             update_rows(touched, WORKLOAD_WRITE_FIELDS, model=Workload)
         self.outcome.events = len(self.events)
         self.events.flush()
+
+
+def _gpus_of(pods: Iterable[PodPlacement]) -> float:
+    return sum(len(p.devices) * p.gpu_fraction for p in pods)
 
 
 def _placements(decision: Decision) -> tuple[PodPlacement, ...]:

@@ -16,8 +16,8 @@ app.autodiscover_tasks()
 @worker_init.connect
 def _publish_events_in_background(**kwargs) -> None:
     """Workers run the scheduling loop: they hand events to a publisher thread instead of
-    waiting for the channel layer after every cycle (scheduler_core.event_publisher)."""
-    from scheduler_core import event_publisher
+    waiting for the channel layer after every cycle (scheduler_core.live_events.publisher)."""
+    from scheduler_core.live_events import publisher as event_publisher
 
     event_publisher.enable()
 

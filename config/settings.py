@@ -155,17 +155,17 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 SCHEDULER_BEAT_INTERVAL = float(os.environ.get("SCHEDULER_BEAT_INTERVAL", "2"))
 CELERY_BEAT_SCHEDULE = {
     "scheduling-cycle-safety-net": {
-        "task": "scheduler_core.tasks.run_cycle_task",
+        "task": "scheduler_core.loop.tasks.run_cycle_task",
         "schedule": SCHEDULER_BEAT_INTERVAL,
         "options": {"expires": max(SCHEDULER_BEAT_INTERVAL, 1.0)},
     },
     "fail-stale-simulations": {
-        "task": "scheduler_core.simulation_tasks.fail_stale_simulations_task",
+        "task": "scheduler_core.whatif.tasks.fail_stale_simulations_task",
         "schedule": 300.0,
         "options": {"expires": 300.0},
     },
     "simulated-runtime-tick": {
-        "task": "scheduler_core.tasks.runtime_tick_task",
+        "task": "scheduler_core.runtime.tasks.runtime_tick_task",
         "schedule": 1.0,
         "options": {"expires": 1.0},
     },

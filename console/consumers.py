@@ -12,7 +12,7 @@ Protocol (URL `/ws/events/`, JSON text frames):
     {"type": "subscribed", "groups": [accepted...], "denied": [refused...]}
     {"type": "unsubscribed", "groups": [...], "reason": "..."}   (reason only when the
         server drops groups itself, e.g. after the user lost access to a project)
-    {"type": "event", "group": "project-3", "event": {...}}      (scheduler_core.events)
+    {"type": "event", "group": "project-3", "event": {...}}      (live_events.recording)
     {"type": "simulation.progress", "group": "simulation-5", "simulation": {...}}
     {"type": "pong"}
     {"type": "error", "message": "...", "field": "groups"}      (bad message; never closes)
@@ -37,8 +37,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
-from scheduler_core import access, watched_groups
-from scheduler_core.events import CLUSTER_GROUP, user_group
+from scheduler_core import access
+from scheduler_core.live_events import watched_groups
+from scheduler_core.live_events.recording import CLUSTER_GROUP, user_group
 from scheduler_core.models import NodePool, Project, Workload
 from scheduler_core.selectors.simulations import simulations_visible_to
 
@@ -239,8 +240,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
     # --- channel layer -> client ------------------------------------------------------------
 
     async def scheduling_events(self, message: dict[str, Any]) -> None:
-        """SchedulingEvents of one commit for one group (see scheduler_core.events), sent
-        on one frame each, only those whose project the user may see."""
+        """SchedulingEvents of one commit for one group (see live_events.recording), sent on
+        one frame each, only those whose project the user may see."""
         if self.snapshot is None:
             return
         await self.refresh_access(force=False)

@@ -1,9 +1,12 @@
 """Shared fixtures. Cycles requested by services are not run automatically in tests unless
 a test asks for it (fixture `autorun_cycles`), so each test decides when the scheduler runs."""
 
+import uuid
+
 import pytest
 
 from scheduler_core.adapters.snapshot import memo
+from scheduler_core.services.workloads import WorkloadRequest, workload_submit
 from tests import factories
 
 
@@ -64,3 +67,22 @@ def cluster(db):
         "viewer": factories.project_viewer(vision, "victor"),
         "outsider": factories.user("outsider"),
     }
+
+@pytest.fixture(autouse=True)
+def _isolated_scheduler_keys(settings):
+    """Each test gets its own cycle lock and trigger keys (the Redis may be shared)."""
+    settings.SCHEDULER_KEY_PREFIX = f"fairway-test-{uuid.uuid4().hex[:12]}"
+    settings.SCHEDULER_CYCLE_PAUSES = {}
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast users
+
+
+@pytest.fixture
+def submit(cluster):
+    """submit(project_key, name, gpus=1, user=..., **fields) -> Workload, via the service."""
+
+    def _submit(project: str, name: str, gpus: float = 1, user=None, **fields):
+        user = user or (cluster["nlp_researcher"] if project == "nlp" else cluster["admin"])
+        request = WorkloadRequest(project=cluster[project], name=name, gpus=gpus, **fields)
+        return workload_submit(user=user, request=request)
+
+    return _submit

@@ -2,17 +2,14 @@
 
 from scheduler_core.adapters.apply import ApplyOutcome, RefreshSlice, apply_decisions
 from scheduler_core.adapters.queue_state import totals, write_queue_states
-from scheduler_core.adapters.runs import SimulatedRuns, take_ended_runs
 from scheduler_core.adapters.snapshot import LiveSnapshot, load_snapshot
 
 __all__ = [
     "ApplyOutcome",
     "LiveSnapshot",
     "RefreshSlice",
-    "SimulatedRuns",
     "apply_decisions",
     "load_snapshot",
-    "take_ended_runs",
     "totals",
     "write_queue_states",
 ]

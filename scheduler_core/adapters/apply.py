@@ -23,8 +23,9 @@ from datetime import datetime
 from typing import Any
 
 from scheduler_core.adapters.snapshot import AllocationRow, LiveSnapshot, WorkloadRow, key_chunks
-from scheduler_core.bulk_writes import insert_rows, update_pending_reasons, update_rows
 from scheduler_core.choices import EventType, WorkloadStatus
+from scheduler_core.db.bulk_writes import insert_rows, update_pending_reasons, update_rows
+from scheduler_core.db.locked_workload import LockedWorkload, lock_workloads
 from scheduler_core.engine import (
     EVICT_FAULT,
     Allocate,
@@ -37,12 +38,10 @@ from scheduler_core.engine import (
     PodPlacement,
     Shrink,
 )
-from scheduler_core.event_batch import EventBatch
-from scheduler_core.locked_workload import LockedWorkload, lock_workloads
-from scheduler_core.loop_timing import RunEnd
+from scheduler_core.live_events.batch import EventBatch
 from scheduler_core.models import Allocation, Node, Workload
-from scheduler_core.runtime import due_at, progress_kept, spec_seconds
-from scheduler_core.services.runtime import Completion, finish_run
+from scheduler_core.runtime.interface import EndedRun, ExecutionBackend, RunEnd
+from scheduler_core.services.runtime import finish_run
 
 logger = logging.getLogger(__name__)
 
@@ -72,13 +71,13 @@ class ApplyOutcome:
     """What the apply step did."""
 
     applied: int = 0
-    completed: int = 0  # simulated runs that ended before the cycle
+    completed: int = 0  # runs that ended before the cycle
     dropped: int = 0
     dropped_details: list[dict[str, Any]] = field(default_factory=list)
     events: int = 0
     reasons_written: int = 0
     refresh_resume_after: int | None = None  # the slice stopped short: resume after this key
-    run_ends: dict[int, RunEnd] = field(default_factory=dict)  # simulated ends of new runs
+    run_ends: dict[int, RunEnd] = field(default_factory=dict)  # known ends of new runs
     stopped_runs: set[int] = field(default_factory=set)  # runs this cycle ended early
     running: int = 0
     pending: int = 0
@@ -93,10 +92,12 @@ class Applier:
         live: LiveSnapshot,
         result: CycleResult,
         now: datetime,
+        backend: ExecutionBackend,
         refresh: RefreshSlice | None = RefreshSlice(),
-        ended: Sequence[tuple[Completion, WorkloadRow]] = (),
+        ended: Sequence[EndedRun] = (),
     ) -> None:
         self.live = live
+        self.backend = backend
         self.ended = ended
         self.refresh = refresh
         self.result = result
@@ -127,7 +128,7 @@ class Applier:
             ):  # fmt: skip
                 self.node_current[pk] = (version, state)
         ids = {int(d.workload) for d in self.result.decisions}
-        ids.update(run.workload_id for run, _ in self.ended)
+        ids.update(run.completion.workload_id for run in self.ended)
         explained, self.refreshed = self._changed_pending()
         ids.update(int(pk) for pk in explained)
         for chunk in key_chunks(sorted(ids)):
@@ -162,8 +163,8 @@ class Applier:
 
     def run(self) -> ApplyOutcome:
         self._lock()
-        for run, row in self.ended:
-            self._complete(run, row)
+        for run in self.ended:
+            self._complete(run)
         for decision in self.result.decisions:
             pk = int(decision.workload)
             if not self._workload_holds(pk):
@@ -181,15 +182,15 @@ class Applier:
         self._flush()
         return self.outcome
 
-    def _complete(self, run: Completion, row: WorkloadRow) -> None:
-        """A simulated run that ended before the cycle: completed, unless it stopped
-        meanwhile (a user cancelled it, its node failed: its GPUs are free anyway)."""
+    def _complete(self, ended: EndedRun) -> None:
+        """A run that ended before the cycle: completed, unless it stopped meanwhile (a
+        user cancelled it, its node failed: its GPUs are free anyway)."""
+        run, row = ended.completion, ended.row
         w = self.instances.get(run.workload_id)
         if w is None or w.status != WorkloadStatus.RUNNING or w.started_at != run.started_at:
             return
         self.deleted_allocations.extend(a.pk for a in row.allocations)
-        duration = spec_seconds(row.spec, "duration")
-        reason = finish_run(w, finished_at=run.finished_at, duration=duration)
+        reason = finish_run(w, finished_at=run.finished_at, duration=ended.progress)
         self.outcome.completed += 1
         self._event(
             EventType.COMPLETED, w, [], pool_id=self._pool_id_of_rows(row.allocations),
@@ -215,16 +216,19 @@ class Applier:
             )  # fmt: skip
 
     def _start_run(self, w: LockedWorkload, row: WorkloadRow, gpus: float) -> None:
-        """A run on `gpus` GPUs starts now: note when it ends under simulated runtime."""
+        """A run on `gpus` GPUs starts now: note when it ends, if the backend knows."""
         w.started_at = self.now
-        end = due_at(spec=row.spec, progress=w.progress_seconds, started_at=self.now)
+        end = self.backend.run_started(
+            workload_id=w.pk, spec=row.spec, progress=w.progress_seconds, started_at=self.now,
+            gpus=gpus,
+        )  # fmt: skip
         if end is not None:
-            self.outcome.run_ends[w.pk] = RunEnd(w.pk, end, gpus)
+            self.outcome.run_ends[w.pk] = end
 
     def _stop_run(self, w: LockedWorkload, row: WorkloadRow) -> None:
         """The current run ends early: keep its last checkpoint, free its pods."""
         self.outcome.stopped_runs.add(w.pk)
-        w.progress_seconds = progress_kept(
+        w.progress_seconds = self.backend.progress_kept(
             spec=row.spec, progress=row.progress_seconds, started_at=row.started_at,
             stopped_at=self.now,
         )  # fmt: skip
@@ -409,13 +413,15 @@ def apply_decisions(
     result: CycleResult,
     *,
     now: datetime,
+    backend: ExecutionBackend,
     refresh: RefreshSlice | None = RefreshSlice(),
-    ended: Sequence[tuple[Completion, WorkloadRow]] = (),
+    ended: Sequence[EndedRun] = (),
 ) -> ApplyOutcome:
-    """Complete the `ended` simulated runs (see adapters.runs), then apply a cycle's
-    decisions, pending reasons and positions (inside a transaction).
+    """Complete the `ended` runs (the backend's, see scheduler_core.runtime), then apply a
+    cycle's decisions, pending reasons and positions (inside a transaction); runs started
+    and stopped are reported to `backend`.
 
     Pending rows whose reason kind is unchanged keep their stored reason text and
     position unless they are in the `refresh` slice (None: none are; the default: all).
     """
-    return Applier(live, result, now, refresh, ended).run()
+    return Applier(live, result, now, backend, refresh, ended).run()

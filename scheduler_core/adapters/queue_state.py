@@ -8,7 +8,7 @@ from collections import defaultdict
 from django.utils import timezone
 
 from scheduler_core.adapters.snapshot import LiveSnapshot
-from scheduler_core.bulk_writes import update_rows
+from scheduler_core.db.bulk_writes import update_rows
 from scheduler_core.engine import CycleResult, QueueStatus
 from scheduler_core.models import QueueState
 

@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from scheduler_core import access
 from scheduler_core.choices import SimulationSource
 from scheduler_core.models import Project, Simulation
-from scheduler_core.simulations.compare import OTHER_PROJECTS, redact_projects
+from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects
 
 
 def simulations_visible_to(user) -> QuerySet[Simulation]:

@@ -16,10 +16,10 @@ from scheduler_core.choices import (
     Policy,
     WorkloadStatus,
 )
-from scheduler_core.events import event_record
+from scheduler_core.live_events.recording import event_record
+from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Allocation, Node, NodePool, Workload
 from scheduler_core.services.errors import FieldErrors, check_slug_name, require_non_negative
-from scheduler_core.triggers import request_cycle
 
 POOL_FIELDS = {
     "description": str,

@@ -8,9 +8,9 @@ from django.db import IntegrityError, transaction
 
 from scheduler_core import access
 from scheduler_core.choices import DepartmentRole, ProjectRole
+from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Department, DepartmentMembership, Project, ProjectMembership
 from scheduler_core.services.errors import FieldErrors, check_slug_name
-from scheduler_core.triggers import request_cycle
 
 
 def _check_weight_rank(errors: FieldErrors, rank, weight) -> None:

@@ -7,10 +7,10 @@ from django.db import transaction
 
 from scheduler_core import access
 from scheduler_core.choices import EventType
-from scheduler_core.events import event_record
+from scheduler_core.live_events.recording import event_record
+from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Department, NodePool, Project, Quota
 from scheduler_core.services.errors import FieldErrors, require_non_negative
-from scheduler_core.triggers import request_cycle
 
 RESOURCES = ("gpus", "cpu", "memory")
 

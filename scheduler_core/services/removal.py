@@ -12,6 +12,7 @@ from django.db import transaction
 
 from scheduler_core import access
 from scheduler_core.choices import TERMINAL_STATES
+from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import (
     Allocation,
     Department,
@@ -22,7 +23,6 @@ from scheduler_core.models import (
     Workload,
     WorkloadCandidatePool,
 )
-from scheduler_core.triggers import request_cycle
 
 
 class ResourceInUse(ValidationError):

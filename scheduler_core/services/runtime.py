@@ -1,6 +1,6 @@
 """What the runtime reports about running workloads: they finished, or they failed.
 
-The simulated runtime (scheduler_core.runtime) calls these when a workload's simulated
+The simulated runtime (scheduler_core.runtime.simulated) calls these when a workload's simulated
 duration is up; a real runtime would call them from its own reports. Each frees the
 workload's pods, records an event per workload and asks for a cycle after commit.
 """
@@ -15,12 +15,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from scheduler_core.bulk_writes import update_rows
 from scheduler_core.choices import EventType, WorkloadStatus
-from scheduler_core.event_batch import EventBatch
-from scheduler_core.locked_workload import LockedWorkload
+from scheduler_core.db.bulk_writes import update_rows
+from scheduler_core.db.locked_workload import LockedWorkload
+from scheduler_core.live_events.batch import EventBatch
+from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Allocation, Workload
-from scheduler_core.triggers import request_cycle
 
 # What completing a workload reads, writes and publishes of it.
 COMPLETION_FIELDS = (

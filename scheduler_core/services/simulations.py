@@ -10,7 +10,7 @@ channel group `simulation-<id>` as {"type": "simulation.progress", "group": ...,
 "simulation": simulation_state(sim)}. A crash stores status failed with the error; a run
 that stops answering (worker killed) is marked failed by `simulation_fail_stale`, which
 runs when a worker starts, before every run and every creation, and from the beat task
-`scheduler_core.simulation_tasks.fail_stale_simulations_task`.
+`scheduler_core.whatif.tasks.fail_stale_simulations_task`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import yaml
+from celery import current_app
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -29,15 +30,18 @@ from django.utils import timezone
 
 from scheduler_core import access
 from scheduler_core.choices import SimulationSource, SimulationStatus
-from scheduler_core.events import group_name, send_after_commit
+from scheduler_core.live_events.recording import group_name, send_after_commit
 from scheduler_core.models import Project, Simulation
 from scheduler_core.services.errors import FieldErrors
-from scheduler_core.simulations.changes import validate_changes
-from scheduler_core.simulations.compare import OTHER_PROJECTS, redact_projects
-from scheduler_core.simulations.export import scenario_from_live_cluster
-from scheduler_core.simulations.runner import PREVIEW_STEPS, run_whatif
+from scheduler_core.whatif.changes import validate_changes
+from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects
+from scheduler_core.whatif.export import scenario_from_live_cluster
+from scheduler_core.whatif.runner import PREVIEW_STEPS, run_whatif
 
 logger = logging.getLogger(__name__)
+
+SIMULATION_TASK = "scheduler_core.whatif.tasks.run_simulation_task"
+"""The task that runs one what-if run (scheduler_core.whatif.tasks), sent by name."""
 
 MIN_HORIZON = 60
 MAX_HORIZON = 30 * 24 * 3600
@@ -75,7 +79,7 @@ def simulation_create(
     source "scenario": `scenario_text` is a FORMAT.md scenario (YAML or JSON); `changes`
     (optional) are tried against it, compared with the unchanged scenario.
     source "live": a copy of the live cluster now; `changes` (optional, see
-    scheduler_core.simulations.changes) are compared with the unchanged copy.
+    scheduler_core.whatif.changes) are compared with the unchanged copy.
     `horizon`: simulated seconds to replay. Raises PermissionDenied (not an admin) or
     ValidationError keyed by field (`scenario_text`, `changes.quotas[0].gpus`, ...).
     """
@@ -180,7 +184,7 @@ def parse_scenario_text(text: Any) -> dict[str, Any]:
         raise ValidationError(
             {"scenario_text": [f"{SCENARIO_FILE}: must be a mapping with pools, nodes, ..."]}
         )
-    from scheduler_core.scenarios import ScenarioError, parse_scenario
+    from scheduler_core.whatif.scenarios import ScenarioError, parse_scenario
 
     try:
         parse_scenario(data, SCENARIO_FILE)
@@ -226,10 +230,8 @@ def _check_change_permissions(user, changes: dict[str, Any]) -> None:
 
 
 def _enqueue(simulation_id: int) -> None:
-    from scheduler_core.simulation_tasks import run_simulation_task
-
     try:
-        run_simulation_task.delay(simulation_id)
+        current_app.signature(SIMULATION_TASK, args=(simulation_id,)).apply_async()
     except Exception as exc:  # broker down: say so instead of waiting forever
         logger.exception("could not queue simulation %s", simulation_id)
         _finish(
@@ -311,7 +313,7 @@ def simulation_run(*, simulation_id: int) -> Simulation | None:
 
 
 def _error_text(exc: BaseException) -> str:
-    from scheduler_core.scenarios import ScenarioError
+    from scheduler_core.whatif.scenarios import ScenarioError
 
     if isinstance(exc, ScenarioError):
         return str(exc)

@@ -21,8 +21,9 @@ from scheduler_core.choices import (
     WorkloadKind,
     WorkloadStatus,
 )
-from scheduler_core.event_batch import EventBatch
-from scheduler_core.events import event_record
+from scheduler_core.live_events.batch import EventBatch
+from scheduler_core.live_events.recording import event_record
+from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import (
     Allocation,
     Node,
@@ -32,7 +33,6 @@ from scheduler_core.models import (
     WorkloadCandidatePool,
 )
 from scheduler_core.services.errors import FieldErrors, require_non_negative
-from scheduler_core.triggers import request_cycle
 
 GROUP_KEYS = {"name", "pods", "min_pods", "gpus", "cpu", "memory"}
 

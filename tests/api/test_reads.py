@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from scheduler_core.choices import EventType, WorkloadStatus
-from scheduler_core.events import event_record
+from scheduler_core.live_events.recording import event_record
 from scheduler_core.models import QueueState
 from tests import factories
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import reverse
 
 from scheduler_core.choices import EventType
-from scheduler_core.events import event_record
+from scheduler_core.live_events.recording import event_record
 from tests import factories
 
 

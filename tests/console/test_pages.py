@@ -75,7 +75,7 @@ def test_researchers_never_see_node_actions(client_for, cluster):
 
 def test_overview_shows_pools_quotas_and_recent_preemptions(client_for, cluster, queue_state):
     from scheduler_core.choices import EventType
-    from scheduler_core.events import event_record
+    from scheduler_core.live_events.recording import event_record
 
     workload = factories.running_workload(cluster["vision"], cluster["nodes"][:1], name="resnet")
     event_record(type=EventType.ALLOCATED, workload=workload, pool=cluster["pool"])

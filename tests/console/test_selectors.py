@@ -8,7 +8,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from scheduler_core.choices import EventType, WorkloadStatus
-from scheduler_core.events import event_record
+from scheduler_core.live_events.recording import event_record
 from scheduler_core.models import Allocation, SchedulingEvent
 from scheduler_core.selectors.allocation_history import allocation_history
 from scheduler_core.selectors.gpu_map import gpu_map

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from scheduler_core.choices import EventType, WorkloadStatus
-from scheduler_core.events import event_record
+from scheduler_core.live_events.recording import event_record
 from tests import factories
 
 

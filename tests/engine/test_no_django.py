@@ -17,7 +17,7 @@ def test_engine_modules_import_no_django() -> None:
         m.name
         for m in pkgutil.walk_packages(scheduler_core.engine.__path__, "scheduler_core.engine.")
     ]
-    modules += ["scheduler_core.scenarios"]
+    modules += ["scheduler_core.whatif.scenarios"]
     code = (
         "import importlib, sys\n"
         f"for m in {modules!r}: importlib.import_module(m)\n"

@@ -10,7 +10,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 
 from scheduler_core.choices import EventType, WorkloadStatus
-from scheduler_core.events import event_record
+from scheduler_core.live_events.recording import event_record
 from scheduler_core.models import ProjectMembership
 from tests import factories
 from tests.live_events.sockets import TIMEOUT, connect, run, subscribe
@@ -286,7 +286,7 @@ def _record_many(workload, types):
     """Several events written and published together, as a cycle does."""
     from django.utils import timezone
 
-    from scheduler_core.event_batch import EventBatch
+    from scheduler_core.live_events.batch import EventBatch
 
     with transaction.atomic():
         batch = EventBatch(timezone.now())
@@ -327,7 +327,7 @@ def test_a_workload_group_is_sent_to_only_while_a_browser_listens(cluster, open_
 
     from channels.layers import get_channel_layer
 
-    from scheduler_core.watched_groups import listened
+    from scheduler_core.live_events.watched_groups import listened
 
     settings.SCHEDULER_KEY_PREFIX = f"fairway-test-{uuid.uuid4().hex[:8]}"
     workload = factories.workload(cluster["vision"], "watched")

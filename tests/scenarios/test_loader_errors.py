@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_core.scenarios import ScenarioError, load_scenario
+from scheduler_core.whatif.scenarios import ScenarioError, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from scheduler_core.scenarios import load_scenario, run_scenario
+from scheduler_core.whatif.scenarios import load_scenario, run_scenario
 
 HERE = Path(__file__).resolve().parent
 SEEDS = HERE.parents[2] / "shared" / "scenarios" / "seeds"

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from scheduler_core.cycle import run_cycle
+from scheduler_core.loop.cycle import run_cycle
 
 
 class Command(BaseCommand):

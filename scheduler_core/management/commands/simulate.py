@@ -1,6 +1,6 @@
 """`manage.py simulate FILE --json | --check`: run a scenario file (FORMAT.md).
 
-Thin: loading, running and checking live in scheduler_core.scenarios.
+Thin: loading, running and checking live in scheduler_core.whatif.scenarios.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from scheduler_core.scenarios import ScenarioError, StepResult, load_scenario, run_scenario
+from scheduler_core.whatif.scenarios import ScenarioError, StepResult, load_scenario, run_scenario
 
 
 class Command(BaseCommand):

@@ -140,7 +140,7 @@ def backend(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 def run_cycle() -> Any:
     """One scheduling cycle, as the Celery task would run it (in a worker thread)."""
-    from scheduler_core.cycle import run_cycle as cycle
+    from scheduler_core.loop.cycle import run_cycle as cycle
 
     return backend(cycle)
 

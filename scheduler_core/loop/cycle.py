@@ -1,0 +1,293 @@
+"""One live scheduling cycle: lock, read, decide, apply in one transaction, release.
+
+1. Take the cycle lock without waiting (scheduler_core.loop.locks). If another worker holds it,
+   ask it for one follow-up cycle and stop.
+2. Read a consistent snapshot (constant number of queries). The execution backend takes
+   the runs that ended by then out of it, so their GPUs count as free
+   (scheduler_core.runtime).
+3. Run the engine on it, outside any write transaction.
+4. In one transaction: complete the ended runs, apply the decisions that still hold
+   (versions re-checked under select_for_update), their events, pending reasons and
+   positions, QueueState rows, usage samples when due, and a CycleRecord. A worker
+   killed before the commit leaves the database as it was; its lock dies with it.
+5. Release the lock; run one follow-up if anyone asked for it meanwhile.
+
+Workers run cycles through `run_scheduling_loop`: back to back under one lock while
+requests keep coming or simulated runs keep ending, for a bounded time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.utils import timezone
+
+from scheduler_core import engine
+from scheduler_core.adapters import (
+    ApplyOutcome,
+    LiveSnapshot,
+    RefreshSlice,
+    apply_decisions,
+    load_snapshot,
+    totals,
+    write_queue_states,
+)
+from scheduler_core.loop import triggers
+from scheduler_core.loop.locks import CycleLock, new_cycle_lock
+from scheduler_core.loop.timing import run_weight, start_delay
+from scheduler_core.models import CycleRecord
+from scheduler_core.runtime import execution_backend
+from scheduler_core.runtime.interface import RunEnd
+from scheduler_core.runtime.usage import record_usage, usage_due
+
+logger = logging.getLogger(__name__)
+
+
+class LockLost(RuntimeError):
+    """The cycle lock expired while the cycle ran; its transaction is rolled back."""
+
+
+@dataclass
+class CycleReport:
+    """What a call to run_cycle did (`ran` False: another worker's cycle was running)."""
+
+    ran: bool
+    record: CycleRecord | None = None
+    outcome: ApplyOutcome = field(default_factory=ApplyOutcome)
+    completed: int = 0
+    run_ends: list[RunEnd] = field(default_factory=list)  # simulated runs still going after it
+    idle_gpus: int = 0  # whole GPUs of ready nodes left free by its decisions
+
+
+def run_cycle(*, now: datetime | None = None) -> CycleReport:
+    """Run one scheduling cycle unless another one is running (then queue a follow-up)."""
+    lock = _acquire()
+    if lock is None:
+        return CycleReport(ran=False)
+    triggers.take_follow_up()  # this cycle reads the state every earlier request saw
+    try:
+        return _run_locked(lock, now)
+    finally:
+        _release(lock)
+
+
+def run_scheduling_loop(*, seconds: float | None = None, wait: bool = True) -> list[CycleReport]:
+    """Run cycles back to back under one lock while one is wanted, for up to `seconds`
+    (settings.SCHEDULER_LOOP_SECONDS); returns them (none if another worker holds the lock).
+
+    A cycle is wanted when something changed (a request arrived since the last cycle read
+    the database) or, with `wait`, when a simulated run ends within SCHEDULER_LOOP_WAIT
+    seconds: the loop waits for that moment, still holding the lock, and wakes early for a
+    request (see _wait_for_next_cycle). Freed GPUs are so refilled at once. At the end
+    the lock is released and a request that is still open is handed to a new task, so
+    other tasks on this worker get their turn.
+    """
+    lock = _acquire()
+    if lock is None:
+        return []
+    budget = settings.SCHEDULER_LOOP_SECONDS if seconds is None else seconds
+    end = time.monotonic() + budget
+    reports = []
+    try:
+        while True:
+            triggers.take_follow_up()
+            report = _run_locked(lock, None)
+            reports.append(report)
+            if not _wait_for_next_cycle(end, report, wait):
+                break
+    finally:
+        _release(lock)
+    return reports
+
+
+def _acquire() -> CycleLock | None:
+    """The cycle lock, or None (and a follow-up asked for) when another worker has it."""
+    lock = new_cycle_lock()
+    if lock.acquire():
+        return lock
+    triggers.want_follow_up()
+    # The holder may have released the lock (and checked for follow-ups) just now.
+    return lock if lock.acquire() else None
+
+
+def _release(lock: CycleLock) -> None:
+    lock.release()
+    if triggers.take_follow_up():
+        triggers.enqueue_cycle()
+
+
+def _wait_for_next_cycle(end: float, report: CycleReport, wait: bool) -> bool:
+    """Wait (holding the lock) until the next cycle should start; False when this loop
+    should stop: nothing is wanted soon, or it would run past its `end` (then it asks for
+    a follow-up, which a new task runs).
+
+    When to start is loop_timing.start_delay's choice, from the simulated runs the last
+    cycle left going (none when the loop does not `wait` for runs), how long it took, and
+    whether a request is open (checked every SCHEDULER_LOOP_POLL seconds): at once for
+    a request while GPUs are idle and no run ends sooner than a cycle takes, else when
+    the run ends that it is worth waiting for. So freed GPUs are refilled as they are
+    freed, and no request waits longer than about one cycle more.
+    """
+    cycle_seconds = report.record.duration_seconds if report.record else 0.0
+    offset = time.monotonic() - timezone.now().timestamp()
+    weights: dict[float, float] = defaultdict(float)  # runs started together end together
+    for run in report.run_ends if wait else ():
+        weights[run.at.timestamp() + offset] += run_weight(run.gpus)
+    ends = list(weights.items())
+    wanted = False
+    while True:
+        wanted = wanted or triggers.follow_up_wanted()
+        now = time.monotonic()
+        delay = start_delay(
+            [(at - now, gpus) for at, gpus in ends], cycle=cycle_seconds,
+            request_gpus=report.idle_gpus if wanted else None,
+            horizon=settings.SCHEDULER_LOOP_WAIT,
+        )  # fmt: skip
+        if delay is None:
+            return False  # nothing soon: the runtime tick and the beat cover later runs
+        if now + delay >= end:  # out of time, not out of work: a new task carries on
+            triggers.want_follow_up()
+            return False
+        if delay <= 0:
+            return True
+        time.sleep(min(settings.SCHEDULER_LOOP_POLL, delay))
+
+
+def read_snapshot(now: datetime) -> LiveSnapshot:
+    """Load the snapshot inside one read transaction, so all its queries agree."""
+    fresh = not connection.in_atomic_block  # (tests run inside a transaction already)
+    with transaction.atomic():
+        if connection.vendor == "postgresql" and fresh:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        return load_snapshot(now)
+
+
+def pause(phase: str) -> None:
+    """Fault injection for tests (settings.SCHEDULER_CYCLE_PAUSES): sleep at `phase`."""
+    seconds = settings.SCHEDULER_CYCLE_PAUSES.get(phase)
+    if seconds:
+        cache.set(f"{settings.SCHEDULER_KEY_PREFIX}:cycle:paused:{phase}", time.time(), 300)
+        logger.warning("cycle paused %s for %.1f s (SCHEDULER_CYCLE_PAUSES)", phase, seconds)
+        time.sleep(seconds)
+
+
+def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
+    t0 = time.perf_counter()
+    started = now or timezone.now()
+    live = read_snapshot(started)
+    t_runs = time.perf_counter()
+    backend = execution_backend()
+    runs = backend.take_ended_runs(live, started)
+    t_engine = time.perf_counter()
+    result = engine.run_cycle(live.snapshot)
+    t_apply = time.perf_counter()
+    pause("before_apply")
+    with transaction.atomic():
+        t_decisions = time.perf_counter()
+        refresh = _refresh_slice()
+        outcome = apply_decisions(
+            live, result, now=started, backend=backend, refresh=refresh, ended=runs.ended
+        )
+        t_queues = time.perf_counter()
+        queue_rows = write_queue_states(live, result)
+        usage_start = usage_due(started)
+        if usage_start is not None:
+            record_usage(start=usage_start, end=started, held=_held_gpus(live))
+        pause("before_commit")
+        t_check = time.perf_counter()
+        if not lock.still_held():
+            raise LockLost("the cycle lock was lost; nothing of this cycle is kept")
+        pending, running = totals(live, result)
+        done = time.perf_counter()
+        record = CycleRecord.objects.create(
+            started_at=started,
+            duration_seconds=done - t0,
+            decisions=outcome.applied,
+            dropped_decisions=outcome.dropped,
+            pending=pending,
+            running=running,
+            details={
+                "applied": dict(outcome.by_kind),
+                "dropped": outcome.dropped_details[:20],
+                "completed": outcome.completed,
+                "events": outcome.events,
+                "reasons_written": outcome.reasons_written,
+                "queue_states_written": queue_rows,
+                "workloads": len(live.snapshot.workloads),
+                "seconds": {
+                    "load": round(t_runs - t0, 4),
+                    "runtime": round(t_engine - t_runs, 4),
+                    "engine": round(t_apply - t_engine, 4),
+                    "apply": round(done - t_apply, 4),
+                    "apply_begin": round(t_decisions - t_apply, 4),
+                    "apply_decisions": round(t_queues - t_decisions, 4),
+                    "apply_queues": round(t_check - t_queues, 4),
+                    "apply_check": round(done - t_check, 4),
+                },
+            },
+        )
+    if refresh is not None and refresh.limit is not None:
+        _refresh_continues(outcome.refresh_resume_after)
+    if outcome.dropped:
+        triggers.want_follow_up()  # decide again on what changed under this cycle
+    return CycleReport(
+        ran=True, record=record, outcome=outcome, completed=outcome.completed,
+        run_ends=_run_ends(runs.going, outcome), idle_gpus=result.idle_gpus,
+    )  # fmt: skip
+
+
+def _run_ends(going: list[RunEnd], outcome: ApplyOutcome) -> list[RunEnd]:
+    """The runs known to end that are going after the cycle: those going when it began
+    that it did not stop, and those it started (the cycle knows both, so the loop needs no
+    query). A backend whose runs end when reported knows none."""
+    kept = [run for run in going if run.workload_id not in outcome.stopped_runs]
+    return kept + list(outcome.run_ends.values())
+
+
+def _refresh_slice() -> RefreshSlice | None:
+    """Which stale pending reasons and positions this cycle rewrites (see RefreshSlice).
+
+    A sweep over every waiting workload starts PENDING_REASON_REFRESH seconds after the
+    last one ended and rewrites at most PENDING_REASON_REFRESH_ROWS rows per cycle, so a
+    queue of thousands is neither rewritten every cycle nor all in one slow cycle. Cycles
+    run one at a time, so cache marks suffice to carry a sweep from one to the next.
+    """
+    interval = settings.PENDING_REASON_REFRESH
+    if interval <= 0:
+        return RefreshSlice()
+    after = cache.get(_refresh_key("cursor"))
+    if after is None:
+        if not cache.add(_refresh_key("started"), 1, timeout=interval):
+            return None
+        after = 0
+    return RefreshSlice(after=after, limit=settings.PENDING_REASON_REFRESH_ROWS)
+
+
+def _refresh_continues(resume_after: int | None) -> None:
+    """Carry the sweep on from `resume_after` next cycle, or end it (None)."""
+    if resume_after is None:
+        cache.set(_refresh_key("started"), 1, timeout=settings.PENDING_REASON_REFRESH)
+        cache.delete(_refresh_key("cursor"))
+    else:
+        cache.set(_refresh_key("cursor"), resume_after, timeout=600)
+
+
+def _refresh_key(name: str) -> str:
+    return f"{settings.SCHEDULER_KEY_PREFIX}:pending-refresh:{name}"
+
+
+def _held_gpus(live: LiveSnapshot):
+    """(pool_id, department_id, project_id, gpus) per running pod in the snapshot."""
+    for row in live.workloads.values():
+        department_id = live.project_departments[row.project_id]
+        for a in row.allocations:
+            gpus = len(a.gpu_devices) * a.gpu_fraction
+            yield live.node_pools[a.node_id], department_id, row.project_id, gpus

@@ -1,0 +1,100 @@
+"""Asking for a scheduling cycle after something that matters changed.
+
+Services call `request_cycle()` inside their transaction; the cycle task is enqueued only
+after commit. Requests are coalesced without losing any:
+
+- a request while a cycle task is *queued* (not started) adds nothing: that task has not
+  read the database yet, so it will see the change;
+- a cycle task forgets the "queued" mark as its first step, so a request arriving once it
+  has started enqueues one more task;
+- a task that finds the cycle lock taken leaves a "follow-up wanted" mark; the lock holder
+  checks it after releasing the lock and enqueues exactly one follow-up.
+
+- every request also leaves the "follow-up wanted" mark, which a worker's scheduling loop
+  (scheduler_core.loop.cycle.run_scheduling_loop) watches between its cycles.
+
+So a burst of a thousand submissions causes a handful of cycles, and the last change of
+any burst is always seen by a cycle that starts after it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import current_app
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+CYCLE_TASK = "scheduler_core.loop.tasks.run_cycle_task"
+"""The name of the cycle task (scheduler_core.loop.tasks), by which requests send it."""
+
+QUEUED_TTL = 30  # a lost task stops suppressing requests after this; beat covers the gap
+FOLLOW_UP_TTL = 120
+
+
+def _key(name: str) -> str:
+    return f"{settings.SCHEDULER_KEY_PREFIX}:cycle:{name}"
+
+
+def queued_key() -> str:
+    return _key("queued")
+
+
+def follow_up_key() -> str:
+    return _key("follow-up")
+
+
+def request_cycle() -> None:
+    """Ask for a scheduling cycle after the current transaction commits."""
+    transaction.on_commit(_requested)
+
+
+def _requested() -> None:
+    # A worker's scheduling loop runs the follow-up itself; otherwise the task does.
+    want_follow_up()
+    enqueue_cycle()
+
+
+def enqueue_cycle() -> bool:
+    """Enqueue a cycle task now unless one is already queued; True when one was sent."""
+    if getattr(settings, "SCHEDULER_AUTORUN", True) is False:
+        return False
+    if not cache.add(queued_key(), 1, timeout=QUEUED_TTL):
+        return False
+    try:
+        send_cycle_task()
+    except Exception:
+        cache.delete(queued_key())
+        logger.exception("could not enqueue a scheduling cycle (the beat will run one)")
+        return False
+    return True
+
+
+def send_cycle_task() -> None:
+    """Put one cycle task on the cycle queue. Sent by name: nothing that asks for a cycle
+    imports the loop (a task registered in this process still runs eagerly in tests)."""
+    options = {"queue": settings.SCHEDULER_CYCLE_QUEUE} if settings.SCHEDULER_CYCLE_QUEUE else {}
+    current_app.signature(CYCLE_TASK).apply_async(**options)
+
+
+def cycle_task_started() -> None:
+    """Called first by a cycle task: later requests must enqueue a new task."""
+    cache.delete(queued_key())
+
+
+def want_follow_up() -> None:
+    """A cycle was asked for while another one ran: run one more after it."""
+    cache.set(follow_up_key(), 1, timeout=FOLLOW_UP_TTL)
+
+
+def follow_up_wanted() -> bool:
+    """Whether a cycle was asked for since the last one started (without taking it)."""
+    return cache.get(follow_up_key()) is not None
+
+
+def take_follow_up() -> bool:
+    """True (once) when a follow-up cycle was asked for."""
+    return bool(cache.delete(follow_up_key()))

@@ -1,0 +1,144 @@
+"""Run a scenario step by step in simulated time, check its expectations, and render
+each step as the JSON object of FORMAT.md."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler_core.engine.decisions import CycleResult
+from scheduler_core.engine.simulation import Simulation
+from scheduler_core.whatif.scenarios.expect import check_expect
+from scheduler_core.whatif.scenarios.model import Event, Scenario, Step
+
+
+@dataclass(slots=True)
+class StepResult:
+    """The state after a step: per-workload status, queue figures, events of the step
+    and the expectations that failed (empty when all hold)."""
+
+    step: int
+    at: float
+    workloads: dict[str, dict[str, Any]]
+    queues: dict[str, dict[str, dict[str, dict[str, float]]]]
+    events: list[dict[str, Any]]
+    failures: list[str] = field(default_factory=list)
+    checked: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The object printed by `simulate --json`."""
+        return {
+            "step": self.step,
+            "at": _num(self.at),
+            "workloads": self.workloads,
+            "queues": self.queues,
+            "events": self.events,
+        }
+
+
+def _num(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else x
+
+
+def build_simulation(scenario: Scenario) -> Simulation:
+    """A simulation at time 0 holding the scenario's initial cluster."""
+    return Simulation(
+        pools=scenario.pools,
+        nodes={n.name: n for n in scenario.nodes},
+        queues={q.name: q for q in scenario.queues},
+        active={w.id: w for w in scenario.workloads},
+        durations=dict(scenario.durations),
+        status={w.id: w.status for w in scenario.workloads},
+    )
+
+
+def apply_event(sim: Simulation, event: Event) -> None:
+    """Apply one scenario event to the simulation."""
+    if event.type == "submit":
+        assert event.workload is not None
+        import dataclasses
+
+        spec = dataclasses.replace(event.workload, creation_order=sim.next_creation_order())
+        sim.submit(spec, event.duration)
+    elif event.type == "finish":
+        sim.finish(event.target)
+    elif event.type == "fail":
+        sim.crash(event.target)
+    elif event.type == "delete":
+        sim.delete(event.target)
+    elif event.type == "set_priority":
+        sim.set_workload(event.target, priority=event.values["priority"])
+    elif event.type == "set_quota":
+        sim.set_quota(event.target, event.values["pool"], event.values["amounts"])
+    elif event.type == "set_weight":
+        if event.values["scope"] == "workload":
+            sim.set_workload(event.target, weight=event.values["weight"])
+        else:
+            sim.set_queue(event.target, over_quota_weight=event.values["over_quota_weight"])
+    elif event.type == "node_down":
+        sim.set_node_state(event.target, up=False)
+    elif event.type == "node_up":
+        sim.set_node_state(event.target, up=True)
+
+
+def _figures(amounts: Any) -> dict[str, float]:
+    return {k: round(v, 6) for k, v in amounts.items() if math.isfinite(v)}
+
+
+def snapshot_step(
+    sim: Simulation, step: Step, events: list[dict[str, Any]], result: CycleResult
+) -> StepResult:
+    """Render the simulation state after `step`."""
+    workloads: dict[str, dict[str, Any]] = {}
+    for wid, status in sim.status.items():
+        if status == "deleted":
+            continue
+        entry: dict[str, Any] = {"status": status, "pods": 0, "nodes": []}
+        w = sim.active.get(wid)
+        if w is not None and w.pods:
+            entry["pods"] = len(w.pods)
+            entry["nodes"] = [p.node for p in w.pods]
+        info = result.pending.get(wid)
+        if info is not None and status == "pending":
+            entry["reason"] = info.reason
+            entry["queue_position"] = info.queue_position
+        workloads[wid] = entry
+    queues: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for qname, per_pool in result.queues.items():
+        queues[qname] = {
+            pool: {
+                "deserved": _figures(dict(qs.deserved.items())),
+                "fairshare": _figures(dict(qs.fairshare.items())),
+                "allocated": _figures(dict(qs.allocated.items())),
+                "requested": _figures(dict(qs.requested.items())),
+            }
+            for pool, qs in per_pool.items()
+        }
+    return StepResult(step.index, step.at, workloads, queues, events)
+
+
+def run_scenario(
+    scenario: Scenario, on_step: Callable[[StepResult], None] | None = None
+) -> list[StepResult]:
+    """Run every step (clock, completions, events, scheduling to a fixed point) and
+    check its `expect`; `on_step` is called after each step (progress reporting)."""
+    sim = build_simulation(scenario)
+    results: list[StepResult] = []
+    for step in scenario.steps:
+        sim.advance(step.at)
+        for event in step.events:
+            apply_event(sim, event)
+        result = sim.schedule()
+        events = [e.to_dict() for e in sim.take_events()]
+        for e in events:
+            e["at"] = _num(e["at"])
+        out = snapshot_step(sim, step, events, result)
+        if step.expect is not None:
+            out.checked = True
+            out.failures = check_expect(step.expect, out, scenario)
+        results.append(out)
+        if on_step is not None:
+            on_step(out)
+    return results

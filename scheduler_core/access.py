@@ -9,13 +9,15 @@ Roles:
 - viewer: a viewer membership of a project or department; reads only.
 
 Query rules are expressed as Q objects over a field path so that every model's
-`visible_to(user)` reuses the same definition. This module imports no models at import time.
+`visible_to(user)` reuses the same definition. This module imports no models (the models
+import it); where it queries one, it asks Django's app registry for it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from django.apps import apps
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 
@@ -52,9 +54,8 @@ def visible_project_ids(user: AnyUser | None) -> set[int] | None:
     """Ids of the projects `user` may see; None means every project (system admin)."""
     if is_system_admin(user):
         return None
-    from scheduler_core.models import Project
-
-    return set(Project.objects.filter(project_q(user)).values_list("pk", flat=True).distinct())
+    project = apps.get_model("scheduler_core", "Project")
+    return set(project.objects.filter(project_q(user)).values_list("pk", flat=True).distinct())
 
 
 def project_q(user: AnyUser | None, path: str = "") -> Q:
@@ -119,10 +120,9 @@ def managed_department_ids(user: AnyUser | None) -> set[int] | None:
         return None
     if not is_authenticated(user):
         return set()
-    from scheduler_core.models import DepartmentMembership
-
+    membership = apps.get_model("scheduler_core", "DepartmentMembership")
     return set(
-        DepartmentMembership.objects.filter(user=user, role=DepartmentRole.ADMIN).values_list(
+        membership.objects.filter(user=user, role=DepartmentRole.ADMIN).values_list(
             "department_id", flat=True
         )
     )
@@ -142,8 +142,7 @@ def user_role_label(user: AnyUser | None) -> str:
         return "department admin"
     if not is_authenticated(user):
         return "anonymous"
-    from scheduler_core.models import ProjectMembership
-
-    if ProjectMembership.objects.filter(user=user, role=ProjectRole.RESEARCHER).exists():
+    membership = apps.get_model("scheduler_core", "ProjectMembership")
+    if membership.objects.filter(user=user, role=ProjectRole.RESEARCHER).exists():
         return "researcher"
     return "viewer"

@@ -18,7 +18,7 @@ from scheduler_core.choices import (
 class WorkloadQuerySet(models.QuerySet):
     def visible_to(self, user) -> WorkloadQuerySet:
         """Workloads of the projects `user` may see (the shared access rule)."""
-        from scheduler_core.models import Project
+        from scheduler_core.models.org import Project
 
         return self.filter(project__in=Project.objects.filter(access.project_q(user)).values("pk"))
 

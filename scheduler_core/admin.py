@@ -1,8 +1,63 @@
-"""Django admin for every model, for superusers."""
+"""Django admin for every model, for superusers.
 
-from django.contrib import admin
+What scheduling reads goes through the services here as everywhere: a workload's
+scheduling fields and a node's state are read-only, and changed by admin actions that
+call the same services as the API and the console (events, a cycle, access checks).
+Other changes to scheduling configuration ask for a cycle when saved; the models raise
+versions themselves (models.versioned).
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 
 from scheduler_core import models
+from scheduler_core.loop.triggers import request_cycle
+from scheduler_core.services.cluster import node_cordon, node_drain, node_uncordon
+from scheduler_core.services.workloads import workload_cancel, workload_resume, workload_suspend
+
+
+class RequestsCycle(admin.ModelAdmin):
+    """Saving or deleting this model changes what the scheduler decides: ask for a cycle."""
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        request_cycle()
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        super().delete_model(request, obj)
+        request_cycle()
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        super().delete_queryset(request, queryset)
+        request_cycle()
+
+
+def _service_action(
+    service: Callable[..., Model], keyword: str, description: str
+) -> Callable[[admin.ModelAdmin, HttpRequest, QuerySet[Any]], None]:
+    """An admin action that calls `service(user=..., <keyword>=obj)` for each selected row
+    and reports what it refused and why."""
+
+    def action(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Any]):
+        done = 0
+        for obj in queryset:
+            try:
+                service(user=request.user, **{keyword: obj})
+                done += 1
+            except (ValidationError, PermissionDenied) as exc:
+                text = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+                modeladmin.message_user(request, f"{obj}: {text}", messages.WARNING)
+        if done:
+            modeladmin.message_user(request, f"{description}: {done} done.", messages.SUCCESS)
+
+    action.short_description = description  # type: ignore[attr-defined]
+    action.__name__ = f"{service.__name__}_action"
+    return action
 
 
 class QuotaInline(admin.TabularInline):
@@ -30,7 +85,7 @@ class DepartmentMembershipInline(admin.TabularInline):
 
 
 @admin.register(models.Department)
-class DepartmentAdmin(admin.ModelAdmin):
+class DepartmentAdmin(RequestsCycle):
     list_display = ["name", "rank", "over_quota_weight", "created_at"]
     search_fields = ["name", "description"]
     list_filter = ["rank"]
@@ -38,7 +93,7 @@ class DepartmentAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(RequestsCycle):
     list_display = ["name", "department", "rank", "over_quota_weight", "created_at"]
     search_fields = ["name", "description", "department__name"]
     list_filter = ["department", "rank"]
@@ -61,7 +116,7 @@ class DepartmentMembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.NodePool)
-class NodePoolAdmin(admin.ModelAdmin):
+class NodePoolAdmin(RequestsCycle):
     list_display = [
         "name",
         "policy",
@@ -76,7 +131,7 @@ class NodePoolAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(RequestsCycle):
     list_display = [
         "name",
         "pool",
@@ -90,10 +145,16 @@ class NodeAdmin(admin.ModelAdmin):
     list_filter = ["pool", "state", "gpu_model"]
     search_fields = ["name", "gpu_model"]
     list_select_related = ["pool"]
+    readonly_fields = ["state", "last_heartbeat", "version"]
+    actions = [
+        _service_action(node_cordon, "node", "Cordon selected nodes"),
+        _service_action(node_uncordon, "node", "Uncordon selected nodes"),
+        _service_action(node_drain, "node", "Drain selected nodes"),
+    ]
 
 
 @admin.register(models.Quota)
-class QuotaAdmin(admin.ModelAdmin):
+class QuotaAdmin(RequestsCycle):
     list_display = [
         "__str__",
         "pool",
@@ -134,6 +195,19 @@ class WorkloadAdmin(admin.ModelAdmin):
     list_select_related = ["project", "submitted_by"]
     date_hierarchy = "submitted_at"
     inlines = [AllocationInline]
+    actions = [
+        _service_action(workload_cancel, "workload", "Cancel selected workloads"),
+        _service_action(workload_suspend, "workload", "Suspend selected workloads"),
+        _service_action(workload_resume, "workload", "Resume selected workloads"),
+    ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        """Workloads are submitted and changed through the services (console, API, CLI,
+        the actions above): every field is read-only here."""
+        return [f.name for f in self.model._meta.concrete_fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(models.Allocation)

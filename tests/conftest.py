@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from scheduler_core.adapters.snapshot import memo
+from scheduler_core.loop.tasks import run_cycle_task
 from scheduler_core.services.workloads import WorkloadRequest, workload_submit
 from tests import factories
 
@@ -19,10 +19,10 @@ def _no_autorun_cycles(settings):
 @pytest.fixture(autouse=True)
 def _fresh_workload_memo():
     """Rolled-back tests hand out the same primary keys again: start each with an empty
-    memo of workloads (scheduler_core.adapters.snapshot.WorkloadMemo)."""
-    memo.forget()
+    memo of workloads in the cycle task's loop state (scheduler_core.loop.tasks)."""
+    run_cycle_task.loop_state = None
     yield
-    memo.forget()
+    run_cycle_task.loop_state = None
 
 
 @pytest.fixture(autouse=True)
@@ -67,6 +67,7 @@ def cluster(db):
         "viewer": factories.project_viewer(vision, "victor"),
         "outsider": factories.user("outsider"),
     }
+
 
 @pytest.fixture(autouse=True)
 def _isolated_scheduler_keys(settings):

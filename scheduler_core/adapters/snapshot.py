@@ -205,8 +205,9 @@ class WorkloadMemo:
     """The static part of every active workload, kept between cycles in this process, and
     the engine's spec of each waiting one.
 
-    A cycle on a long queue would otherwise spend most of its time decoding the same
-    thousands of rows (JSON fields, timestamps) into the same objects. Every change a
+    The scheduling loop keeps one between its cycles (scheduler_core.loop.state). A cycle
+    on a long queue would otherwise spend most of its time decoding the same thousands of
+    rows (JSON fields, timestamps) into the same objects. Every change a
     user or the runtime makes to a workload raises its version (the apply step's version
     check relies on that too), so a memo entry is good while the version matches; what
     the scheduler changes itself (status, reasons, positions, start, restarts) is read
@@ -220,13 +221,6 @@ class WorkloadMemo:
         # the row and the names of projects and pools (`names`) stay the same
         self.waiting: dict[int, tuple[tuple[Any, ...], WorkloadRow, WorkloadSpec]] = {}
         self.names: object = None
-
-    def forget(self) -> None:
-        """Drop everything (tests whose rolled-back rows' keys come back)."""
-        self.static.clear()
-        self.specs.clear()
-        self.waiting.clear()
-        self.names = None
 
     def waiting_rows(
         self, names: object
@@ -273,9 +267,6 @@ class WorkloadMemo:
         spec = _workload_spec(pk, part, project, pools, status, restarts, (), None, None)
         self.specs[pk] = (key, spec)
         return spec
-
-
-memo = WorkloadMemo()
 
 
 def _read_static(pks: list[int]) -> dict[int, StaticPart]:
@@ -332,10 +323,11 @@ def _queue_keys(departments: list[dict], projects: list[dict]) -> dict[tuple[str
     return keys
 
 
-def load_snapshot(now: datetime) -> LiveSnapshot:
+def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapshot:
     """Read the cluster as of `now` in a constant number of queries: eight (one more per
-    2,000 running workloads), plus two per 2,000 workloads new to this process's
-    WorkloadMemo."""
+    2,000 running workloads), plus two per 2,000 workloads new to `memo` (the memo that
+    the caller keeps between cycles; without one, every workload is new)."""
+    memo = WorkloadMemo() if memo is None else memo
     pools = list(NodePool.objects.order_by("pk"))
     pool_names = {p.pk: p.name for p in pools}
     nodes = list(

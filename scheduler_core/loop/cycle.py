@@ -39,6 +39,7 @@ from scheduler_core.adapters import (
     totals,
     write_queue_states,
 )
+from scheduler_core.adapters.snapshot import WorkloadMemo
 from scheduler_core.loop import triggers
 from scheduler_core.loop.locks import CycleLock, new_cycle_lock
 from scheduler_core.loop.timing import run_weight, start_delay
@@ -66,19 +67,31 @@ class CycleReport:
     idle_gpus: int = 0  # whole GPUs of ready nodes left free by its decisions
 
 
-def run_cycle(*, now: datetime | None = None) -> CycleReport:
+@dataclass
+class LoopState:
+    """What a process's scheduling loop keeps from one cycle to the next: the snapshot
+    memo (adapters.snapshot.WorkloadMemo). The cycle task of each worker process owns one
+    (scheduler_core.loop.tasks); a cycle is correct with any state, a fresh one only
+    reads more."""
+
+    memo: WorkloadMemo = field(default_factory=WorkloadMemo)
+
+
+def run_cycle(*, now: datetime | None = None, state: LoopState | None = None) -> CycleReport:
     """Run one scheduling cycle unless another one is running (then queue a follow-up)."""
     lock = _acquire()
     if lock is None:
         return CycleReport(ran=False)
     triggers.take_follow_up()  # this cycle reads the state every earlier request saw
     try:
-        return _run_locked(lock, now)
+        return _run_locked(lock, now, state or LoopState())
     finally:
         _release(lock)
 
 
-def run_scheduling_loop(*, seconds: float | None = None, wait: bool = True) -> list[CycleReport]:
+def run_scheduling_loop(
+    *, seconds: float | None = None, wait: bool = True, state: LoopState | None = None
+) -> list[CycleReport]:
     """Run cycles back to back under one lock while one is wanted, for up to `seconds`
     (settings.SCHEDULER_LOOP_SECONDS); returns them (none if another worker holds the lock).
 
@@ -92,13 +105,14 @@ def run_scheduling_loop(*, seconds: float | None = None, wait: bool = True) -> l
     lock = _acquire()
     if lock is None:
         return []
+    state = state or LoopState()
     budget = settings.SCHEDULER_LOOP_SECONDS if seconds is None else seconds
     end = time.monotonic() + budget
     reports = []
     try:
         while True:
             triggers.take_follow_up()
-            report = _run_locked(lock, None)
+            report = _run_locked(lock, None, state)
             reports.append(report)
             if not _wait_for_next_cycle(end, report, wait):
                 break
@@ -160,14 +174,14 @@ def _wait_for_next_cycle(end: float, report: CycleReport, wait: bool) -> bool:
         time.sleep(min(settings.SCHEDULER_LOOP_POLL, delay))
 
 
-def read_snapshot(now: datetime) -> LiveSnapshot:
+def read_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapshot:
     """Load the snapshot inside one read transaction, so all its queries agree."""
     fresh = not connection.in_atomic_block  # (tests run inside a transaction already)
     with transaction.atomic():
         if connection.vendor == "postgresql" and fresh:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        return load_snapshot(now)
+        return load_snapshot(now, memo)
 
 
 def pause(phase: str) -> None:
@@ -179,10 +193,10 @@ def pause(phase: str) -> None:
         time.sleep(seconds)
 
 
-def _run_locked(lock: CycleLock, now: datetime | None) -> CycleReport:
+def _run_locked(lock: CycleLock, now: datetime | None, state: LoopState) -> CycleReport:
     t0 = time.perf_counter()
     started = now or timezone.now()
-    live = read_snapshot(started)
+    live = read_snapshot(started, state.memo)
     t_runs = time.perf_counter()
     backend = execution_backend()
     runs = backend.take_ended_runs(live, started)

@@ -6,6 +6,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from scheduler_core.choices import FairshareMode, NodeState, Placement, Policy
+from scheduler_core.models.versioned import VersionedModel
 
 
 class NodePool(models.Model):
@@ -71,7 +72,7 @@ class NodeQuerySet(models.QuerySet):
         return self.filter(state=NodeState.READY)
 
 
-class Node(models.Model):
+class Node(VersionedModel):
     """A machine with GPUs, CPU cores and memory (GiB) in one pool.
 
     Only ready nodes take new pods; a cordoned node keeps its pods; a down node loses them.
@@ -90,6 +91,8 @@ class Node(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = NodeQuerySet.as_manager()
+
+    UNVERSIONED_FIELDS = frozenset({"last_heartbeat"})
 
     class Meta:
         ordering = ["pool__name", "name"]

@@ -13,6 +13,7 @@ from scheduler_core.choices import (
     WorkloadKind,
     WorkloadStatus,
 )
+from scheduler_core.models.versioned import VersionedModel
 
 
 class WorkloadQuerySet(models.QuerySet):
@@ -32,7 +33,7 @@ class WorkloadQuerySet(models.QuerySet):
         return self.filter(status=WorkloadStatus.RUNNING)
 
 
-class Workload(models.Model):
+class Workload(VersionedModel):
     """A job a researcher submits to a project: one or more pods, each asking for resources.
 
     A gang: it starts only when `min_pods` pods fit together; between `min_pods` and `pods`

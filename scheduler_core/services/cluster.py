@@ -149,7 +149,6 @@ def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload
     now = timezone.now()
     Allocation.objects.filter(workload__in=workloads).delete()
     for workload in workloads:
-        workload.version += 1
         workload.queue_position = None
         workload.started_at = None
         if fault:
@@ -192,8 +191,7 @@ def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload
 def _set_state(node: Node, state: str, reason: str) -> Node:
     node = Node.objects.select_for_update().get(pk=node.pk)
     node.state = state
-    node.version += 1
-    node.save(update_fields=["state", "version"])
+    node.save(update_fields=["state"])
     event_record(
         type=EventType.NODE_STATE,
         node=node,

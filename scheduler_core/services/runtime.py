@@ -21,6 +21,7 @@ from scheduler_core.db.locked_workload import LockedWorkload
 from scheduler_core.live_events.batch import EventBatch
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Allocation, Workload
+from scheduler_core.models.versioned import bump_version
 
 # What completing a workload reads, writes and publishes of it.
 COMPLETION_FIELDS = (
@@ -59,7 +60,7 @@ def finish_run(
     w.pending_reason = ""
     w.queue_position = None
     w.progress_seconds = duration or w.progress_seconds
-    w.version += 1
+    bump_version(w)  # written in bulk, not saved: raised here (models.versioned)
     return f"finished after running {ran:.1f} s"
 
 
@@ -143,7 +144,6 @@ def workload_fail(*, workload: Workload, reason: str, at: datetime | None = None
         workload.finished_at = at or timezone.now()
         workload.pending_reason = ""
         workload.queue_position = None
-        workload.version += 1
         workload.save()
         batch = EventBatch(timezone.now())
         batch.add(

@@ -361,7 +361,6 @@ def workload_cancel(*, user, workload: Workload) -> Workload:
         workload.finished_at = timezone.now()
         workload.pending_reason = ""
         workload.queue_position = None
-        workload.version += 1
         workload.save()
         event_record(
             type=EventType.DELETED, workload=workload, reason=f"cancelled by {user.username}"
@@ -381,7 +380,6 @@ def workload_set_priority(*, user, workload: Workload, priority: int) -> Workloa
             raise ValidationError({"status": f"workload is already {workload.status}"})
         old = workload.priority
         workload.priority = priority
-        workload.version += 1
         workload.save()
         event_record(
             type=EventType.PRIORITY_CHANGED,
@@ -409,7 +407,6 @@ def workload_suspend(*, user, workload: Workload) -> Workload:
         workload.status = WorkloadStatus.SUSPENDED
         workload.pending_reason = "suspended by a user"
         workload.queue_position = None
-        workload.version += 1
         workload.save()
         event_record(
             type=EventType.SUSPENDED, workload=workload, reason=f"suspended by {user.username}"
@@ -432,7 +429,6 @@ def workload_resume(*, user, workload: Workload) -> Workload:
             )
         workload.status = WorkloadStatus.PENDING
         workload.pending_reason = "waiting for the scheduler's next cycle"
-        workload.version += 1
         workload.save()
         event_record(
             type=EventType.RESUMED, workload=workload, reason=f"resumed by {user.username}"

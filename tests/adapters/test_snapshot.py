@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from scheduler_core.adapters import load_snapshot
+from scheduler_core.adapters.snapshot import WorkloadMemo
 from scheduler_core.choices import FairshareMode, NodeState
 from scheduler_core.models import UsageSample, WorkloadCandidatePool
 from tests import factories
@@ -120,59 +121,73 @@ def _spec(live, workload):
     return next(s for s in live.snapshot.workloads if s.id == str(workload.pk))
 
 
+@pytest.fixture
+def memo():
+    """The memo a scheduling loop keeps between its cycles."""
+    return WorkloadMemo()
+
+
+def test_any_saved_change_is_seen_by_the_next_snapshot_of_a_kept_memo(cluster, memo):
+    """Every writer goes through the version (services, the admin, scripts that save)."""
+    waiting = factories.workload(cluster["vision"], "waiting", priority=10)
+    load_snapshot(timezone.now(), memo)
+    waiting.priority = 70
+    waiting.save()
+    assert _spec(load_snapshot(timezone.now(), memo), waiting).priority == 70
+
+
 def test_known_workloads_are_not_read_again_until_their_version_changes(
-    cluster, django_assert_num_queries
+    cluster, memo, django_assert_num_queries
 ):
     from scheduler_core.services.workloads import workload_set_priority
 
     waiting = factories.workload(cluster["vision"], "waiting", priority=10)
-    load_snapshot(timezone.now())  # learns the workload
+    load_snapshot(timezone.now(), memo)  # learns the workload
     with django_assert_num_queries(6):  # no usage, no pods to read, no static reads
-        again = load_snapshot(timezone.now())
+        again = load_snapshot(timezone.now(), memo)
     assert _spec(again, waiting).priority == 10
 
     workload_set_priority(user=cluster["admin"], workload=waiting, priority=90)
     with django_assert_num_queries(8):  # its new version is read again
-        changed = load_snapshot(timezone.now())
+        changed = load_snapshot(timezone.now(), memo)
     assert _spec(changed, waiting).priority == 90
 
 
-def test_renaming_a_project_renames_the_queue_of_its_known_workloads(cluster):
+def test_renaming_a_project_renames_the_queue_of_its_known_workloads(cluster, memo):
     waiting = factories.workload(cluster["vision"], "waiting")
-    assert _spec(load_snapshot(timezone.now()), waiting).project == "vision"
+    assert _spec(load_snapshot(timezone.now(), memo), waiting).project == "vision"
     cluster["vision"].name = "sight"
     cluster["vision"].save()
-    assert _spec(load_snapshot(timezone.now()), waiting).project == "sight"
+    assert _spec(load_snapshot(timezone.now(), memo), waiting).project == "sight"
 
 
-def test_workloads_that_finish_leave_the_memo(cluster):
-    from scheduler_core.adapters.snapshot import memo
+def test_workloads_that_finish_leave_the_memo(cluster, memo):
     from scheduler_core.choices import WorkloadStatus
     from scheduler_core.models import Workload
 
     done = factories.workload(cluster["vision"], "done")
-    load_snapshot(timezone.now())
+    load_snapshot(timezone.now(), memo)
     assert done.pk in memo.static
     Workload.objects.filter(pk=done.pk).update(status=WorkloadStatus.CANCELLED, version=9)
-    live = load_snapshot(timezone.now())
+    live = load_snapshot(timezone.now(), memo)
     assert done.pk not in memo.static and done.pk not in memo.specs
     assert done.pk not in live.workloads
 
 
-def test_a_waiting_workload_is_rebuilt_only_when_its_row_changes(cluster):
+def test_a_waiting_workload_is_rebuilt_only_when_its_row_changes(cluster, memo):
     from scheduler_core.models import Workload
 
     waiting = factories.workload(cluster["vision"], "waiting")
-    first = load_snapshot(timezone.now())
-    again = load_snapshot(timezone.now())
+    first = load_snapshot(timezone.now(), memo)
+    again = load_snapshot(timezone.now(), memo)
     assert again.workloads[waiting.pk] is first.workloads[waiting.pk]
     assert _spec(again, waiting) is _spec(first, waiting)
 
     Workload.objects.filter(pk=waiting.pk).update(pending_reason="new reason", queue_position=4)
-    moved = load_snapshot(timezone.now())
+    moved = load_snapshot(timezone.now(), memo)
     row = moved.workloads[waiting.pk]
     assert (row.pending_reason, row.queue_position) == ("new reason", 4)
     assert row is not again.workloads[waiting.pk]
 
     Workload.objects.filter(pk=waiting.pk).update(status="cancelled")
-    assert waiting.pk not in load_snapshot(timezone.now()).workloads
+    assert waiting.pk not in load_snapshot(timezone.now(), memo).workloads

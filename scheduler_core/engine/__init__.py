@@ -33,7 +33,7 @@ Snapshot (frozen dataclasses, string keys everywhere):
 
 Running:
 - `run_cycle(snapshot) -> CycleResult`: one cycle. Deterministic: the same snapshot
-  gives the same result in any process. `python -m scheduler_core.engine.bench` times
+  gives the same result in any process. `python -m benchmarks.engine_bench` times
   it on synthetic clusters up to 5,000 nodes / 50,000 workloads.
 - `apply_result(snapshot, result) -> ClusterSnapshot`: the state after the decisions.
 - `run_until_stable(snapshot) -> (snapshot, [CycleResult])`: cycles to a fixed point.

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from scheduler_core import triggers
 from scheduler_core.choices import TERMINAL_STATES, EventType, WorkloadStatus
-from scheduler_core.engine.bench import KUEUE_CLASSES, kueue_baseline_workloads
+from benchmarks.engine_bench import KUEUE_CLASSES, kueue_baseline_workloads
 from scheduler_core.models import (
     Allocation,
     CycleRecord,

@@ -23,9 +23,9 @@ from scheduler_core.engine.decisions import (
     Move,
     Shrink,
 )
+from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.policies.determined_fairshare import schedule_fairshare_pool
 from scheduler_core.engine.policies.determined_priority import schedule_priority_pool
-from scheduler_core.engine.session import Session
 from scheduler_core.engine.snapshot import (
     POLICY_FAIRSHARE,
     POLICY_PRIORITY,

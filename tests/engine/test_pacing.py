@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.engine_bench import Size, synthetic_snapshot, unpaced
 from scheduler_core.engine import Allocate, Evict, PoolConfig, run_cycle
 from scheduler_core.engine.actions.reclaim import RECLAIM_PACED
-from benchmarks.engine_bench import Size, synthetic_snapshot, unpaced
 from scheduler_core.engine.snapshot import (
     DEFAULT_MAX_PREEMPTIONS_PER_CYCLE,
     DEFAULT_MAX_RECLAIMS_PER_CYCLE,

@@ -8,7 +8,10 @@ consolidate -> reclaim -> preempt -> expand), each changing state only through a
 statement that commits or discards as a whole, and plugins (priority, gang,
 proportion, minruntime) registered by name.
 
-Layout (imports point down this list, never up):
+Layout (policies and actions call the framework's session hooks; the session enables
+plugins through the registry in plugins/__init__.py and asks them; nothing in the
+engine imports the simulation or the cycle except those above them here):
+- `simulation.py`: a cluster in simulated time (scenarios, what-if, the benchmark);
 - `cycle.py`: run a cycle, apply its result, repeat to a fixed point;
 - `policies/`: the actions by name and each policy as a list of them (KAI's default
   order for quota pools, Determined's fairshare and priority policies);
@@ -18,7 +21,6 @@ Layout (imports point down this list, never up):
 - `framework/`: the session and its hooks, the statement, the mutable state;
 - `snapshot.py`, `decisions.py`, `resources.py`, `placement.py`, `reasons.py`: the
   input and output types, resource vectors, pod placement and pending-reason wording.
-- `simulation.py`: a cluster in simulated time (scenarios, what-if, the benchmark).
 
 Stable interface (names are kept; additions may come):
 

@@ -308,11 +308,6 @@ class WorkloadState:
         ) = flags  # type: ignore[assignment]
 
     @property
-    def running(self) -> bool:
-        """True while it has pods bound."""
-        return bool(self.pods)
-
-    @property
     def name(self) -> str:
         """Display name."""
         return self.spec.display_name

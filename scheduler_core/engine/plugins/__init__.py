@@ -1,9 +1,15 @@
-"""Plugins: small named pieces of policy that actions consult.
+"""Plugins: small named pieces of policy that the session consults.
 
-A plugin overrides some hooks of `Plugin`; a session enables plugins by name
-(`ClusterSnapshot.plugins`, default DEFAULT_PLUGINS) and asks them in order:
-the first plugin that answers a hook decides (job order, queue order, victim order,
-protection from eviction).
+A plugin overrides some hooks of `Plugin` and registers itself by name (`@register`);
+a session enables plugins by name (`ClusterSnapshot.plugins`, default DEFAULT_PLUGINS),
+opens each (`on_session_open`) and asks them in order: the first plugin that answers a
+hook decides (job order, victim order, gang, protection from eviction). The queue hooks
+(queue order, fairshare, quota, admission, reclaimability: see
+framework/queue_hooks.py) come from one plugin, the first that provides them; the
+proportion plugin is always enabled, since every result reports each queue's deserved
+quota and fairshare.
+
+Actions never call plugins: they call the session's hooks.
 """
 
 from __future__ import annotations
@@ -12,14 +18,23 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from scheduler_core.engine.session import Session
-    from scheduler_core.engine.state import WorkloadState
+    from scheduler_core.engine.framework.queue_hooks import QueueHooks
+    from scheduler_core.engine.framework.session import Session
+    from scheduler_core.engine.framework.state import WorkloadState
 
 
 class Plugin:
     """Base class: every hook returns None ("no opinion")."""
 
     name = ""
+
+    def on_session_open(self, session: Session) -> None:
+        """Work out what the plugin needs from the session (its running pods bound)."""
+        return None
+
+    def queue_hooks(self) -> QueueHooks | None:
+        """The queue hooks this plugin answers for the open session, or None."""
+        return None
 
     def job_order_key(self, w: WorkloadState) -> tuple[float, ...] | None:
         """Order of workloads inside a queue (smaller first)."""
@@ -37,11 +52,19 @@ class Plugin:
         """Pods per group that must start together."""
         return None
 
+    def on_session_close(self) -> None:
+        """Let go of the session (it is freed by reference counting: see
+        Session.close)."""
+        return None
+
 
 _REGISTRY: dict[str, type[Plugin]] = {}
 
 DEFAULT_PLUGINS: tuple[str, ...] = ("priority", "gang", "proportion", "minruntime")
 """Plugins enabled when a snapshot does not name any."""
+
+ALWAYS_ENABLED: tuple[str, ...] = ("proportion",)
+"""Plugins enabled even when a snapshot's list leaves them out (added at its end)."""
 
 
 def register(cls: type[Plugin]) -> type[Plugin]:
@@ -56,9 +79,11 @@ def registered_plugins() -> list[str]:
 
 
 def build_plugins(names: Sequence[str] | None) -> list[Plugin]:
-    """Instances of the named plugins (DEFAULT_PLUGINS when None)."""
+    """Instances of the named plugins (DEFAULT_PLUGINS when None), and of those
+    ALWAYS_ENABLED that the names leave out."""
     _load_builtin()
     chosen = DEFAULT_PLUGINS if names is None else tuple(names)
+    chosen += tuple(n for n in ALWAYS_ENABLED if n not in chosen)
     unknown = [n for n in chosen if n not in _REGISTRY]
     if unknown:
         raise ValueError(f"unknown plugins: {', '.join(unknown)}")

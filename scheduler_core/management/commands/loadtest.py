@@ -31,8 +31,8 @@ from django.db import connection
 from django.db.models import Avg, Count, Max, Min, Sum
 from django.utils import timezone
 
+from benchmarks.engine_bench import KUEUE_CLASSES, kueue_baseline_workloads
 from scheduler_core.choices import TERMINAL_STATES, EventType, WorkloadStatus
-from scheduler_core.engine.bench import KUEUE_CLASSES, kueue_baseline_workloads
 from scheduler_core.loop import triggers
 from scheduler_core.models import (
     Allocation,

@@ -9,7 +9,7 @@ statement that commits or discards as a whole, and plugins (priority, gang,
 proportion, minruntime) registered by name.
 
 Layout (policies and actions call the framework's session hooks; the session enables
-plugins through the registry in plugins/__init__.py and asks them; nothing in the
+plugins through the registry in framework/plugin.py and asks them; nothing in the
 engine imports the simulation or the cycle except those above them here):
 - `simulation.py`: a cluster in simulated time (scenarios, what-if, the benchmark);
 - `cycle.py`: run a cycle, apply its result, repeat to a fixed point;
@@ -67,6 +67,7 @@ Simulation (shared by the scenario runner and the benchmark):
   node_up), completion by duration, usage accounting for time-based fairshare.
 """
 
+from scheduler_core.engine import plugins as _builtin_plugins  # noqa: F401  (registers them)
 from scheduler_core.engine.cycle import apply_result, run_cycle, run_until_stable
 from scheduler_core.engine.decisions import (
     EVICT_FAIRSHARE,
@@ -85,7 +86,12 @@ from scheduler_core.engine.decisions import (
     QueueStatus,
     Shrink,
 )
-from scheduler_core.engine.plugins import DEFAULT_PLUGINS, Plugin, register, registered_plugins
+from scheduler_core.engine.framework.plugin import (
+    DEFAULT_PLUGINS,
+    Plugin,
+    register,
+    registered_plugins,
+)
 from scheduler_core.engine.policies import ACTIONS, DEFAULT_ACTIONS
 from scheduler_core.engine.resources import RESOURCE_NAMES, UNLIMITED, ZERO, Resources
 from scheduler_core.engine.snapshot import (

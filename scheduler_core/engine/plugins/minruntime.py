@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler_core.engine.plugins import Plugin, register
+from scheduler_core.engine.framework.plugin import Plugin, register
 
 if TYPE_CHECKING:
     from scheduler_core.engine.framework.session import Session

@@ -11,8 +11,8 @@ import math
 from typing import TYPE_CHECKING
 
 from scheduler_core.engine.decisions import QueueStatus
+from scheduler_core.engine.framework.plugin import Plugin, register
 from scheduler_core.engine.framework.queue_hooks import QueueHooks
-from scheduler_core.engine.plugins import Plugin, register
 from scheduler_core.engine.plugins.proportion.figures import QueueFigures
 from scheduler_core.engine.reasons import RESOURCE_WORDS
 from scheduler_core.engine.resources import EPSILON, UNLIMITED, Resources, format_amount

@@ -78,6 +78,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "console.navigation.navigation",
             ],
         },
     },
@@ -122,7 +123,11 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    # Front-end packages come from npm (`npm ci` at setup), served from node_modules.
+    ("vendor/htmx", BASE_DIR / "node_modules/htmx.org/dist"),
+]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {
@@ -250,11 +255,6 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }
-
-# --- Console ---
-# Front-end packages come from npm (`npm ci` at setup), served from node_modules, never a CDN.
-STATICFILES_DIRS += [("vendor/htmx", BASE_DIR / "node_modules/htmx.org/dist")]
-TEMPLATES[0]["OPTIONS"]["context_processors"].append("console.navigation.navigation")
 
 # --- Live scheduler ---
 # Simulated runtime (the default, used by the demo): a running workload with spec `duration`

@@ -14,7 +14,7 @@ Query rules are expressed as Q objects over a field path so that every model's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
@@ -22,7 +22,7 @@ from django.db.models import Q
 from scheduler_core.choices import DepartmentRole, ProjectRole
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 
     from scheduler_core.models import Department, Project
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 NOTHING = Q(pk__in=[])
 
 
-def is_authenticated(user: AnyUser | None) -> bool:
+def is_authenticated(user: AnyUser | None) -> TypeGuard[User]:
     return bool(user is not None and user.is_authenticated and user.is_active)
 
 

@@ -79,17 +79,6 @@ def department_q(user: AnyUser | None, path: str = "") -> Q:
     )
 
 
-def can_view_project(user: AnyUser | None, project: Project) -> bool:
-    if is_system_admin(user):
-        return True
-    if not is_authenticated(user):
-        return False
-    return (
-        project.memberships.filter(user=user).exists()
-        or project.department.memberships.filter(user=user).exists()
-    )
-
-
 def can_manage_department(user: AnyUser | None, department: Department) -> bool:
     """Department admins manage their departments' projects and quotas."""
     if is_system_admin(user):

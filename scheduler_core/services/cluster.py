@@ -239,15 +239,3 @@ def node_mark_down(*, node: Node, reason: str) -> Node:
         evict_pods_on_node(node, reason=reason, fault=True)
         request_cycle()
     return node
-
-
-def node_heartbeat(*, node: Node) -> Node:
-    """Record that a node is alive; a down node that reports again becomes ready."""
-    with transaction.atomic():
-        node = Node.objects.select_for_update().get(pk=node.pk)
-        node.last_heartbeat = timezone.now()
-        node.save(update_fields=["last_heartbeat"])
-        if node.state == NodeState.DOWN:
-            node = _set_state(node, NodeState.READY, f"node {node.name} is back")
-            request_cycle()
-    return node

@@ -1,0 +1,123 @@
+"""What-if changes: the shape of each change. Whether the names exist, and how a change
+sits with the values it replaces, is checked against the scenario being changed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from scheduler_core.schemas.base import (
+    Amount,
+    Labels,
+    Name,
+    NodeCPU,
+    NodeGPUs,
+    NodeMemory,
+    QueueWeight,
+    Rank,
+    StrictModel,
+    rule_error,
+    whole,
+)
+from scheduler_core.schemas.pools import PoolChange
+
+RESOURCES = ("gpus", "cpu", "memory")
+LIMITS = tuple(f"limit_{r}" for r in RESOURCES)
+MAX_ADDED_NODES = 1000
+NODE_NAME = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+
+
+class _QueueTarget(StrictModel):
+    """Names exactly one project or department."""
+
+    project: Name | None = None
+    department: Name | None = None
+
+    @model_validator(mode="after")
+    def _one_owner(self) -> _QueueTarget:
+        if (self.project is None) == (self.department is None):
+            raise rule_error("name exactly one of `project` or `department`", about_key=False)
+        return self
+
+    @property
+    def owner(self) -> tuple[str, str]:
+        """("project" | "department", name)."""
+        return ("project", self.project) if self.project else ("department", self.department)
+
+
+class QuotaChange(_QueueTarget):
+    """Deserved quota (>= 0) and limits (null: no limit) of a queue in a pool."""
+
+    pool: Name
+    gpus: Amount | None = None
+    cpu: Amount | None = None
+    memory: Amount | None = None
+    limit_gpus: Amount | None = None
+    limit_cpu: Amount | None = None
+    limit_memory: Amount | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> QuotaChange:
+        if not self.model_fields_set & {*RESOURCES, *LIMITS}:
+            raise rule_error(
+                "change at least one of {keys}",
+                keys=", ".join((*RESOURCES, *LIMITS)),
+                about_key=False,
+            )
+        return self
+
+
+class WeightChange(_QueueTarget):
+    """A queue's over-quota weight and/or rank."""
+
+    over_quota_weight: QueueWeight | None = None
+    rank: Rank | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> WeightChange:
+        if not self.model_fields_set & {"over_quota_weight", "rank"}:
+            raise rule_error("change `over_quota_weight` and/or `rank`", about_key=False)
+        return self
+
+
+class PoolSettingsChange(PoolChange):
+    """A pool and at least one of its settings."""
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> PoolSettingsChange:
+        if not self.model_fields_set - {"pool"}:
+            raise rule_error(
+                "change at least one of {keys}",
+                keys=", ".join(k for k in PoolChange.model_fields if k != "pool"),
+                about_key=False,
+            )
+        return self
+
+
+class AddNode(StrictModel):
+    """New nodes: `name` (or name-1 .. name-N with `count`) in a pool."""
+
+    name: Annotated[str, Field(pattern=NODE_NAME)]
+    pool: Name
+    gpus: NodeGPUs
+    cpu: NodeCPU | None = None
+    memory: NodeMemory | None = None
+    labels: Labels | None = None
+    count: whole(ge=1, le=MAX_ADDED_NODES) | None = None
+
+    def names(self) -> list[str]:
+        """The names of the nodes it adds."""
+        if self.count is None:
+            return [self.name]
+        return [f"{self.name}-{i}" for i in range(1, self.count + 1)]
+
+
+class Changes(StrictModel):
+    """The changes of a what-if run; every key optional."""
+
+    quotas: list[QuotaChange] = Field(default_factory=list)
+    weights: list[WeightChange] = Field(default_factory=list)
+    pools: list[PoolSettingsChange] = Field(default_factory=list)
+    add_nodes: list[AddNode] = Field(default_factory=list)
+    remove_nodes: list[Name] = Field(default_factory=list)

@@ -44,6 +44,13 @@ def show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def counted_names(name: str, count: int | None) -> list[str]:
+    """The nodes an entry with `count` stands for: name-1 .. name-N (just `name` without)."""
+    if count is None:
+        return [name]
+    return [f"{name}-{i}" for i in range(1, count + 1)]
+
+
 def rule_error(
     template: str, *, at: Sequence[str | int] = (), about_key: bool = True, **values: Any
 ) -> PydanticCustomError:
@@ -220,6 +227,18 @@ NAME_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
 Slug = Annotated[str, Field(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 """A name in a scenario: any non-empty string (names of copied live objects included)."""
+
+
+def name_of(noun: str) -> Any:
+    """A Name that refers to a `noun` (the message says what kind of name is wanted)."""
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, str):
+            raise rule_error("must be a {noun} name, got {value}", noun=noun, value=show(value))
+        return value
+
+    return Annotated[Name, BeforeValidator(check)]
+
 
 _CONTROL = re.compile(r"[\x00-\x1f]")
 

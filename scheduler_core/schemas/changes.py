@@ -3,9 +3,9 @@ sits with the values it replaces, is checked against the scenario being changed.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
 from scheduler_core.schemas.base import (
     Amount,
@@ -17,8 +17,11 @@ from scheduler_core.schemas.base import (
     QueueWeight,
     Rank,
     StrictModel,
+    counted_names,
+    name_of,
     rule_error,
     whole,
+    with_more_errors,
 )
 from scheduler_core.schemas.pools import PoolChange
 
@@ -108,16 +111,31 @@ class AddNode(StrictModel):
 
     def names(self) -> list[str]:
         """The names of the nodes it adds."""
-        if self.count is None:
-            return [self.name]
-        return [f"{self.name}-{i}" for i in range(1, self.count + 1)]
+        return counted_names(self.name, self.count)
 
 
 class Changes(StrictModel):
     """The changes of a what-if run; every key optional."""
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _unknown_changes(cls, data: Any, handler: ModelWrapValidatorHandler[Changes]) -> Changes:
+        """An unknown change is named with every other problem."""
+        unknown = [k for k in data if k not in cls.model_fields] if isinstance(data, dict) else []
+        if not unknown:
+            return handler(data)
+        raise with_more_errors(
+            handler,
+            {k: v for k, v in data.items() if k in cls.model_fields},
+            [
+                rule_error("unknown change; use any of {keys}", keys=", ".join(cls.model_fields))
+                for _ in unknown
+            ],
+            [(k,) for k in unknown],
+        )
+
     quotas: list[QuotaChange] = Field(default_factory=list)
     weights: list[WeightChange] = Field(default_factory=list)
     pools: list[PoolSettingsChange] = Field(default_factory=list)
     add_nodes: list[AddNode] = Field(default_factory=list)
-    remove_nodes: list[Name] = Field(default_factory=list)
+    remove_nodes: list[name_of("node")] = Field(default_factory=list)

@@ -24,7 +24,7 @@ from scheduler_core.engine.snapshot import (
     QueueSpec,
     WorkloadSpec,
 )
-from scheduler_core.schemas.base import show
+from scheduler_core.schemas.base import counted_names, show
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.schemas.pools import PoolRules, ScenarioConfig
 from scheduler_core.schemas.scenarios import (
@@ -220,12 +220,7 @@ class _Builder:
             pool = item.pool if item.pool is not None else pools[0]
             if pool not in pools:
                 raise where.fail(f"'pool' names unknown pool {pool!r} (pools: {', '.join(pools)})")
-            names = (
-                [item.name]
-                if item.count is None
-                else [f"{item.name}-{k}" for k in range(1, item.count + 1)]
-            )
-            for n in names:
+            for n in counted_names(item.name, item.count):
                 if n in nodes:
                     raise where.fail(f"duplicate node name {n!r}")
                 nodes[n] = NodeSpec(

@@ -27,7 +27,12 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 
 class StrictModel(BaseModel):
-    """A shape whose unknown keys are refused and whose values are never coerced."""
+    """A shape whose unknown keys are refused and whose values are never coerced.
+
+    A key that may be left out but not given as null defaults to None without None in its
+    type (`pods: Pods = None`): left out it is None, null is refused. `given()` tells which
+    keys the input stated.
+    """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 

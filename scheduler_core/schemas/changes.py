@@ -34,8 +34,8 @@ NODE_NAME = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 class _QueueTarget(StrictModel):
     """Names exactly one project or department."""
 
-    project: Name | None = None
-    department: Name | None = None
+    project: Name = None
+    department: Name = None
 
     @model_validator(mode="after")
     def _one_owner(self) -> _QueueTarget:
@@ -53,9 +53,9 @@ class QuotaChange(_QueueTarget):
     """Deserved quota (>= 0) and limits (null: no limit) of a queue in a pool."""
 
     pool: Name
-    gpus: Amount | None = None
-    cpu: Amount | None = None
-    memory: Amount | None = None
+    gpus: Amount = None
+    cpu: Amount = None
+    memory: Amount = None
     limit_gpus: Amount | None = None
     limit_cpu: Amount | None = None
     limit_memory: Amount | None = None
@@ -74,8 +74,8 @@ class QuotaChange(_QueueTarget):
 class WeightChange(_QueueTarget):
     """A queue's over-quota weight and/or rank."""
 
-    over_quota_weight: QueueWeight | None = None
-    rank: Rank | None = None
+    over_quota_weight: QueueWeight = None
+    rank: Rank = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> WeightChange:
@@ -104,10 +104,10 @@ class AddNode(StrictModel):
     name: Annotated[str, Field(pattern=NODE_NAME)]
     pool: Name
     gpus: NodeGPUs
-    cpu: NodeCPU | None = None
-    memory: NodeMemory | None = None
-    labels: Labels | None = None
-    count: whole(ge=1, le=MAX_ADDED_NODES) | None = None
+    cpu: NodeCPU = None
+    memory: NodeMemory = None
+    labels: Labels = None
+    count: whole(ge=1, le=MAX_ADDED_NODES) = None
 
     def names(self) -> list[str]:
         """The names of the nodes it adds."""

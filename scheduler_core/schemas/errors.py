@@ -31,10 +31,14 @@ class Problem:
     path: Path
     text: str
     about_key: bool = True
+    unknown_key: str | int | None = None
 
     @property
     def field(self) -> str:
-        """The path as a client writes it: `groups[1].pods`, `changes.quotas[0]`."""
+        """The path as a client writes it: `groups[1].pods`, `changes.quotas[0]`; an unknown
+        key of the input itself is its own field."""
+        if not self.path and self.unknown_key is not None:
+            return str(self.unknown_key)
         return field_name(self.path)
 
     @property
@@ -103,7 +107,7 @@ def _problem(error: Any) -> Problem:
     if kind == "rule":  # our own rules: the message is final
         return Problem(path + tuple(ctx.get("at", ())), error["msg"], ctx.get("about_key", True))
     if kind == "extra_forbidden":
-        return Problem(path[:-1], f"unknown key {show(path[-1])}", about_key=False)
+        return Problem(path[:-1], f"unknown key {show(path[-1])}", False, path[-1])
     if kind == "missing":
         return Problem(path, "is required")
     return Problem(path, _MESSAGES.get(kind, _fallback)(value, ctx))

@@ -27,41 +27,41 @@ class PoolRules(StrictModel):
     """The settings every surface shares; a key left out keeps its value (or FORMAT.md's
     default). max_*_per_cycle null: no bound."""
 
-    policy: one_of(POLICIES) | None = None
-    placement: one_of(PLACEMENTS) | None = None
-    preemption: bool | None = None
-    consolidation: bool | None = None
-    max_consolidation_evaluations: ConsolidationEvaluations | None = None
+    policy: one_of(POLICIES) = None
+    placement: one_of(PLACEMENTS) = None
+    preemption: bool = None
+    consolidation: bool = None
+    max_consolidation_evaluations: ConsolidationEvaluations = None
     max_reclaims_per_cycle: PerCycle | None = None
     max_preemptions_per_cycle: PerCycle | None = None
-    min_guaranteed_runtime: Seconds | None = None
-    over_quota_weight_from_quota: bool | None = None
-    fairshare_mode: one_of(FAIRSHARE_MODES) | None = None
+    min_guaranteed_runtime: Seconds = None
+    over_quota_weight_from_quota: bool = None
+    fairshare_mode: one_of(FAIRSHARE_MODES) = None
 
 
 class PoolSettings(PoolRules):
     """A live pool's settings as the API and the database hold them (time-based fairshare
     flat), with its description."""
 
-    description: Annotated[str, Field(max_length=255)] | None = None
-    time_based_window: Seconds | None = None
-    time_based_half_life: PositiveSeconds | None = None
-    time_based_k: UsageK | None = None
+    description: Annotated[str, Field(max_length=255)] = None
+    time_based_window: Seconds = None
+    time_based_half_life: PositiveSeconds = None
+    time_based_k: UsageK = None
 
 
 class TimeBased(StrictModel):
     """Time-based fairshare: usage over `window` seconds, halved every `half_life`,
     weighing `k`."""
 
-    window: Seconds | None = None
-    half_life: PositiveSeconds | None = None
-    k: UsageK | None = None
+    window: Seconds = None
+    half_life: PositiveSeconds = None
+    k: UsageK = None
 
 
 class ScenarioConfig(PoolRules):
     """A scenario's cluster-wide `config:` (every pool's defaults)."""
 
-    time_based: TimeBased | None = None
+    time_based: TimeBased = None
 
 
 class ScenarioPool(ScenarioConfig):

@@ -48,20 +48,20 @@ EVENT_TYPES = (
 class Amounts(StrictModel):
     """GPUs, CPU cores and GiB of memory; a resource left out is not stated."""
 
-    gpus: Amount | None = None
-    cpu: Amount | None = None
-    memory: Amount | None = None
+    gpus: Amount = None
+    cpu: Amount = None
+    memory: Amount = None
 
 
 class ScenarioNode(StrictModel):
     """A node, or `count` alike nodes named name-1 .. name-N."""
 
     name: Name
-    count: whole(ge=1, le=MAX_NODE_COUNT) | None = None
-    pool: Name | None = None
+    count: whole(ge=1, le=MAX_NODE_COUNT) = None
+    pool: Name = None
     gpus: NodeGPUs = 0
-    cpu: NodeCPU | None = None
-    memory: NodeMemory | None = None
+    cpu: NodeCPU = None
+    memory: NodeMemory = None
     labels: ScenarioLabels | None = None
     state: one_of(NODE_STATES) = "ready"
 
@@ -79,7 +79,7 @@ class ScenarioQueue(StrictModel):
 class ScenarioProject(ScenarioQueue):
     """A project of a department."""
 
-    department: Name | None = None
+    department: Name = None
 
 
 class ScenarioWorkload(WorkloadShape):
@@ -90,14 +90,14 @@ class ScenarioWorkload(WorkloadShape):
     pools: list[Name] | None = None
     node_selector: ScenarioLabels | None = None
     submitted_at: Time = 0.0
-    duration: number(ge=0, le=MAX_SECONDS) | None = None
+    duration: number(ge=0, le=MAX_SECONDS) = None
 
 
 class InitialWorkload(ScenarioWorkload):
     """A workload present at time 0, possibly running already."""
 
     running_on: list[Any] | None = None
-    started_at: Time | None = None
+    started_at: Time = None
 
     @model_validator(mode="after")
     def _started_needs_running(self) -> InitialWorkload:
@@ -114,39 +114,39 @@ class SetPriority(StrictModel):
 
 
 class _QueueEvent(StrictModel):
-    project: Name | None = None
-    department: Name | None = None
+    project: Name = None
+    department: Name = None
 
 
 class SetQuota(_QueueEvent):
     """A queue's deserved quota in a pool."""
 
-    pool: Name | None = None
-    gpus: Amount | None = None
-    cpu: Amount | None = None
-    memory: Amount | None = None
+    pool: Name = None
+    gpus: Amount = None
+    cpu: Amount = None
+    memory: Amount = None
 
 
 class SetWeight(_QueueEvent):
     """A workload's weight, or a queue's over-quota weight."""
 
-    workload: Name | None = None
-    weight: Weight | None = None
-    over_quota_weight: QueueWeight | None = None
+    workload: Name = None
+    weight: Weight = None
+    over_quota_weight: QueueWeight = None
 
 
 class ScenarioEvent(StrictModel):
     """One event: exactly one of its keys."""
 
-    submit: ScenarioWorkload | None = None
-    finish: Name | None = None
-    fail: Name | None = None
-    delete: Name | None = None
-    set_priority: SetPriority | None = None
-    set_quota: SetQuota | None = None
-    set_weight: SetWeight | None = None
-    node_down: Name | None = None
-    node_up: Name | None = None
+    submit: ScenarioWorkload = None
+    finish: Name = None
+    fail: Name = None
+    delete: Name = None
+    set_priority: SetPriority = None
+    set_quota: SetQuota = None
+    set_weight: SetWeight = None
+    node_down: Name = None
+    node_up: Name = None
 
     @model_validator(mode="before")
     @classmethod

@@ -48,9 +48,9 @@ class PodGroup(StrictModel):
     """Identical pods of a workload: `pods` wanted, at least `min_pods` started together
     (default: all of them, a strict gang), each asking gpus, cpu cores and GiB of memory."""
 
-    name: Slug | None = None
+    name: Slug = None
     pods: Pods = 1
-    min_pods: Pods | None = None
+    min_pods: Pods = None
     gpus: GPUs = 0.0
     cpu: CPU = 0.0
     memory: Memory = 0.0
@@ -72,14 +72,14 @@ class WorkloadShape(StrictModel):
     or as several `groups`, where its pods may go and how it is weighed and restarted."""
 
     kind: one_of(KINDS) = "training"
-    priority: Priority | None = None
-    preemptible: bool | None = None
-    pods: Pods | None = None
-    min_pods: Pods | None = None
-    gpus: GPUs | None = None
-    cpu: CPU | None = None
-    memory: Memory | None = None
-    groups: Annotated[list[PodGroup], Field(max_length=MAX_GROUPS)] | None = None
+    priority: Priority = None
+    preemptible: bool = None
+    pods: Pods = None
+    min_pods: Pods = None
+    gpus: GPUs = None
+    cpu: CPU = None
+    memory: Memory = None
+    groups: Annotated[list[PodGroup], Field(max_length=MAX_GROUPS)] = None
     node_selector: Labels = Field(default_factory=dict)
     weight: Weight = 1.0
     backoff_limit: BackoffLimit | None = None
@@ -149,13 +149,13 @@ class WorkloadShape(StrictModel):
 class RuntimeSpec(StrictModel):
     """What the runtime needs to run a workload."""
 
-    image: Annotated[str, Field(max_length=255)] | None = None
+    image: Annotated[str, Field(max_length=255)] = None
     command: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=256)] | (
         None
     ) = None
-    env: string_map(max_entries=256, max_length=4096) | None = None
-    duration: Duration | None = None
-    checkpoint_every: number(ge=0, le=MAX_SECONDS) | None = None
+    env: string_map(max_entries=256, max_length=4096) = None
+    duration: Duration = None
+    checkpoint_every: number(ge=0, le=MAX_SECONDS) = None
 
 
 class WorkloadSubmission(WorkloadShape):

@@ -95,9 +95,7 @@ def validate_changes(changes: Any, *, scenario: dict[str, Any]) -> dict[str, Any
     try:
         parsed = validate(Changes, changes)
     except SchemaInvalid as exc:
-        for field, messages in exc.by_field("changes").items():
-            for message in messages:
-                errors.add(field, message)
+        errors.extend(exc.by_field("changes"))
     names = _Names(scenario)
     if isinstance(changes, dict):
         _check_names(errors, changes, names)

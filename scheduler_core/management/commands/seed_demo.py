@@ -191,7 +191,7 @@ class Command(BaseCommand):
                     pools=[pools[n] for n in pool_names],
                     spec={
                         "image": "nvcr.io/nvidia/pytorch:24.10-py3",
-                        "command": "python train.py",
+                        "command": ["python", "train.py"],
                         "duration": rng.choice([120, 300, 600, 900, 1800]),
                         "checkpoint_every": 60,
                     },

@@ -174,7 +174,9 @@ def one_of(options: Sequence[str]) -> Any:
             )
         return value
 
-    return Annotated[str, BeforeValidator(check)]
+    return Annotated[
+        str, BeforeValidator(check), WithJsonSchema({"type": "string", "enum": allowed})
+    ]
 
 
 def _gpus_check(value: float) -> float:

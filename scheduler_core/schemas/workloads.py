@@ -150,9 +150,7 @@ class RuntimeSpec(StrictModel):
     """What the runtime needs to run a workload."""
 
     image: Annotated[str, Field(max_length=255)] = None
-    command: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=256)] | (
-        None
-    ) = None
+    command: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=256)] = None
     env: string_map(max_entries=256, max_length=4096) = None
     duration: Duration = None
     checkpoint_every: number(ge=0, le=MAX_SECONDS) = None
@@ -162,3 +160,9 @@ class WorkloadSubmission(WorkloadShape):
     """A live submission: the shape and its runtime spec."""
 
     spec: RuntimeSpec = Field(default_factory=RuntimeSpec)
+
+
+class NewPriority(StrictModel):
+    """A workload's new priority."""
+
+    priority: Priority

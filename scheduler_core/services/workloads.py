@@ -31,7 +31,7 @@ from scheduler_core.models import (
     WorkloadCandidatePool,
 )
 from scheduler_core.schemas.errors import SchemaInvalid, validate
-from scheduler_core.schemas.workloads import PodGroup, WorkloadSubmission
+from scheduler_core.schemas.workloads import NewPriority, PodGroup, WorkloadSubmission
 from scheduler_core.services.errors import FieldErrors
 
 
@@ -328,8 +328,10 @@ def workload_cancel(*, user, workload: Workload) -> Workload:
 def workload_set_priority(*, user, workload: Workload, priority: int) -> Workload:
     """Change a workload's priority (it is re-ordered at the next cycle)."""
     _require_actor(user, workload)
-    if not isinstance(priority, int) or isinstance(priority, bool):
-        raise ValidationError({"priority": f"must be a whole number, got {priority!r}"})
+    try:
+        priority = validate(NewPriority, {"priority": priority}).priority
+    except SchemaInvalid as exc:
+        raise ValidationError(exc.by_field()) from None
     with transaction.atomic():
         workload = _locked(workload)
         if workload.status in TERMINAL_STATES:

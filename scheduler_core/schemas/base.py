@@ -94,28 +94,33 @@ def with_more_errors(
     return ValidationError.from_exception_data("input", found)
 
 
+def _n(x: float) -> str:
+    """A bound as people write it: 1000000, 0.5."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 def _bound_text(ge: float | None, gt: float | None) -> str:
     if gt is not None:
-        return f" above {gt:g}"
+        return f" above {_n(gt)}"
     if ge is not None:
-        return f" >= {ge:g}"
+        return f" >= {_n(ge)}"
     return ""
 
 
 def _within(value: float, ge: float | None, gt: float | None, le: float) -> None:
     if gt is not None and value <= gt:
-        raise rule_error("must be above {gt:g}, got {value}", gt=gt, value=show(value))
+        raise rule_error("must be above {gt}, got {value}", gt=_n(gt), value=show(value))
     if ge is not None and value < ge:
         if ge == 0:
             raise rule_error("must be 0 or more, got {value}", value=show(value))
         raise rule_error(
-            "must be at least {ge:g} (from {ge:g} to {le:g}), got {value}",
-            ge=ge,
-            le=le,
+            "must be at least {ge} (from {ge} to {le}), got {value}",
+            ge=_n(ge),
+            le=_n(le),
             value=show(value),
         )
     if value > le:
-        raise rule_error("must be at most {le:g}, got {value}", le=le, value=show(value))
+        raise rule_error("must be at most {le}, got {value}", le=_n(le), value=show(value))
 
 
 def _json_schema(kind: str, ge: float | None, gt: float | None, le: float) -> dict[str, Any]:

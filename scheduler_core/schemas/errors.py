@@ -117,19 +117,7 @@ def _fallback(value: Any, ctx: dict[str, Any]) -> str:
     return f"is not valid, got {show(value)}"
 
 
-def _min(value: Any, ctx: dict[str, Any]) -> str:
-    bound = ctx["ge"]
-    return (
-        f"must be {bound:g} or more, got {show(value)}"
-        if bound == 0
-        else (f"must be at least {bound:g}, got {show(value)}")
-    )
-
-
 _MESSAGES = {
-    "greater_than_equal": _min,
-    "greater_than": lambda v, c: f"must be above {c['gt']:g}, got {show(v)}",
-    "less_than_equal": lambda v, c: f"must be at most {c['le']:g}, got {show(v)}",
     "bool_type": lambda v, c: f"must be true or false, got {show(v)}",
     "string_type": lambda v, c: f"must be a string, got {show(v)}",
     "string_too_short": lambda v, c: "must not be empty",

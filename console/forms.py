@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from typing import Any
 
 from django import forms
@@ -147,10 +146,6 @@ class SubmitForm(forms.Form):
             data["env_dict"] = parse_pairs(data.get("env", ""), field="env")
         except ValidationError as exc:
             attach_service_errors(self, exc)
-        try:  # the API's shape: a list of words
-            data["command_words"] = shlex.split(data.get("command") or "")
-        except ValueError as exc:
-            self.add_error("command", f"cannot split into words: {exc}")
         groups_text = (data.get("groups") or "").strip()
         data["groups_list"] = []
         if groups_text:
@@ -179,10 +174,9 @@ class SubmitForm(forms.Form):
         data = self.cleaned_data
         preemptible = {"yes": True, "no": False}.get(data.get("preemptible") or "")
         spec: dict[str, Any] = {}
-        if data.get("image"):
-            spec["image"] = data["image"]
-        if data.get("command_words"):
-            spec["command"] = data["command_words"]
+        for key in ("image", "command"):
+            if data.get(key):
+                spec[key] = data[key]
         if data.get("env_dict"):
             spec["env"] = data["env_dict"]
         if data.get("duration") is not None:

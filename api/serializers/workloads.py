@@ -74,7 +74,7 @@ class WorkloadSubmitSerializer(SchemaInputSerializer):
     )
     spec = _documented(
         "spec",
-        "What the runtime needs: image, command (a list of words), env, duration (seconds "
+        "What the runtime needs: image, command (a line or its words), env, duration (seconds "
         "of work for simulated runs), checkpoint_every (seconds).",
     )
 

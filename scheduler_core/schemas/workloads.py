@@ -146,11 +146,18 @@ class WorkloadShape(StrictModel):
         return kind_defaults(self.kind, priority=self.priority, preemptible=self.preemptible)
 
 
+Command = (
+    Annotated[str, Field(max_length=4096)]
+    | Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=256)]
+)
+"""A command line (as the console sends it) or its words (as API clients often do)."""
+
+
 class RuntimeSpec(StrictModel):
     """What the runtime needs to run a workload."""
 
     image: Annotated[str, Field(max_length=255)] = None
-    command: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=256)] = None
+    command: Command = None
     env: string_map(max_entries=256, max_length=4096) = None
     duration: Duration = None
     checkpoint_every: number(ge=0, le=MAX_SECONDS) = None

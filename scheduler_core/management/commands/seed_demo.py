@@ -5,6 +5,7 @@ like a real admin and real researchers would."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
@@ -22,7 +23,7 @@ from scheduler_core.services.org import (
 from scheduler_core.services.quotas import department_set_quota, project_set_quota
 from scheduler_core.services.workloads import WorkloadRequest, workload_submit
 
-POOLS = [
+POOLS: list[tuple[str, int, int, str, int, int, dict[str, Any]]] = [
     # name, nodes, gpus per node, model, cpu, memory, settings
     (
         "a100",
@@ -191,7 +192,7 @@ class Command(BaseCommand):
                     pools=[pools[n] for n in pool_names],
                     spec={
                         "image": "nvcr.io/nvidia/pytorch:24.10-py3",
-                        "command": ["python", "train.py"],
+                        "command": "python train.py",
                         "duration": rng.choice([120, 300, 600, 900, 1800]),
                         "checkpoint_every": 60,
                     },

@@ -44,7 +44,13 @@ def straddled_quota(
     over = held - deserved
     return (
         f"it straddled {level} {queue}'s deserved quota of {format_amount(deserved)} {words} "
-        f"in pool {pool}: {queue} held {format_amount(held)}, {format_amount(over)} over quota, "
-        f"and this workload's {format_amount(taken)} were partly over it, so it counted as "
+        f"in pool {pool} ({queue} held {format_amount(held)}, {format_amount(over)} over quota, "
+        f"and this workload held {format_amount(taken)}), so it counted as "
         f"over quota and was taken whole"
     )
+
+
+def below_pods(w: WorkloadState, why: str) -> str:
+    """Why a running elastic workload with fewer pods than it wants is not growing."""
+    wanted = sum(g.pods for g in w.groups)
+    return f"runs {len(w.pods)} of its {wanted} pods and does not grow: {why}"

@@ -71,23 +71,24 @@ def _within_fairshare(session: Session, pool: str, w: WorkloadState) -> bool:
 
 def _explain_over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
     """What _attempt does for a workload whose project is over its fairshare with it
-    (see _within_fairshare): say so, unless its admission is the problem."""
+    (see _within_fairshare): say why it waits."""
     if w.failed:
         return
-    text = session.alike(
+    reason = session.alike(
         ("over fairshare", pool.name, *ask_kind(w)), partial(_over_fairshare, session, pool, w)
     )
-    if text is not None:
-        session.add_reason(w, pool.name, "fairshare", text)
+    if reason is not None:
+        session.add_reason(w, pool.name, *reason)
 
 
-def _over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> str | None:
-    """Why the project of `w` may not reclaim for it (None: its admission is the problem,
-    and that reason stands)."""
+def _over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> tuple[str, str] | None:
+    """Why the project of `w` may not reclaim for it: its fairshare, or what keeps it
+    from being admitted (None for a pending workload: allocate gave that reason)."""
     extra = _extra(session, w)
-    if session.admission_problem(w, pool.name, extra) is not None:
-        return None
-    return session.fairshare_blocked(w.project, "project", pool.name, extra)
+    problem = session.admission_problem(w, pool.name, extra)
+    if problem is not None:
+        return problem if w.pods else None
+    return ("fairshare", session.fairshare_blocked(w.project, "project", pool.name, extra))
 
 
 def _attempt(
@@ -104,7 +105,7 @@ def _attempt(
     name = pool.name
     problem = session.admission_problem(w, name, extra)
     if problem is not None:
-        if w.pods:  # a pending workload's admission reason is allocate's
+        if w.pods:  # a pending workload has allocate's reason
             session.set_reason(w, name, *problem)
         return
     if w.pods and fits_now(session, pool, w, counts):

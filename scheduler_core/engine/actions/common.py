@@ -69,6 +69,11 @@ def asked(session: Session, w: WorkloadState) -> tuple[dict[str, int], Vec]:
     return one, list(w.request_of(one))
 
 
+def asked_request(session: Session, w: WorkloadState) -> Vec:
+    """What `w` asks for now (see asked)."""
+    return asked(session, w)[1]
+
+
 def ask_kind(w: WorkloadState) -> tuple[object, ...]:
     """What an action's verdict on `w` depends on besides the state: its kind, and
     for a running elastic workload the group of its next pod."""

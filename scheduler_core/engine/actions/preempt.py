@@ -13,6 +13,7 @@ from scheduler_core.engine.actions.common import (
     VictimStep,
     ask_kind,
     asked,
+    asked_request,
     fits_now,
     free_and_place,
     in_queue_order,
@@ -47,7 +48,7 @@ def preempt(session: Session) -> None:
                 pool.name,
                 jobs,
                 partial(_attempt, session, pool, failed=failed, budget=budget),
-                extra_of=lambda w: asked(session, w)[1],
+                extra_of=partial(asked_request, session),
                 viable=partial(_may_succeed, session, failed),
                 frozen=budget.spent,
             )

@@ -16,6 +16,7 @@ from scheduler_core.engine.actions.common import (
     VictimStep,
     ask_kind,
     asked,
+    asked_request,
     fits_now,
     free_and_place,
     in_queue_order,
@@ -24,7 +25,7 @@ from scheduler_core.engine.actions.common import (
 )
 from scheduler_core.engine.actions.reclaim_index import ReclaimEntry, ReclaimIndex, entry_seq
 from scheduler_core.engine.decisions import EVICT_RECLAIM
-from scheduler_core.engine.framework.session import Session, Vec
+from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
 from scheduler_core.engine.reasons import format_time
@@ -49,23 +50,18 @@ def reclaim(session: Session) -> None:
             pool.name,
             jobs,
             partial(_attempt, session, pool, index=index, failed=failed, budget=budget),
-            extra_of=partial(_extra, session),
+            extra_of=partial(asked_request, session),
             viable=partial(_within_fairshare, session, pool.name),
             skip=partial(_explain_over_fairshare, session, pool),
             frozen=budget.spent,
         )
 
 
-def _extra(session: Session, w: WorkloadState) -> Vec:
-    """What `w` asks for now (see asked)."""
-    return asked(session, w)[1]
-
-
 def _within_fairshare(session: Session, pool: str, w: WorkloadState) -> bool:
     """Would the project of `w` stay within its fairshare with what `w` asks for?"""
     return session.alike(
         ("within fairshare", pool, *ask_kind(w)),
-        lambda: not session.over_fairshare(w.project, pool, _extra(session, w)),
+        lambda: not session.over_fairshare(w.project, pool, asked_request(session, w)),
     )
 
 
@@ -84,7 +80,7 @@ def _explain_over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState)
 def _over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> tuple[str, str] | None:
     """Why the project of `w` may not reclaim for it: its fairshare, or what keeps it
     from being admitted (None for a pending workload: allocate gave that reason)."""
-    extra = _extra(session, w)
+    extra = asked_request(session, w)
     problem = session.admission_problem(w, pool.name, extra)
     if problem is not None:
         return problem if w.pods else None

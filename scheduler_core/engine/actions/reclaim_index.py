@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 class ReclaimEntry:
     """A queue that may give something back in a pool, as of the last look: its
     department, the most GPUs it could give back (`spare`, see most_given), whether it is
-    over its fairshare, whether it could give anything at all when victims may be
-    taken down to deserved quota (`gives_to_deserved`), and its preemptible running
+    over its fairshare, whether it could give anything at all to a reclaimer within its
+    deserved quota (`gives_to_deserved`), and its preemptible running
     workloads in victim order (`victims`, the elastic ones also in `elastic`).
     `seq` orders entries by when they were (re)indexed."""
 

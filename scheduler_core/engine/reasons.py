@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 _EPOCH_THRESHOLD = 1e8  # below: simulated seconds from 0; above: epoch seconds
 RESOURCE_WORDS = ("GPUs", "CPU cores", "GiB of memory")
+LIMIT = "limit"
+"""Reason kind of a workload that a project's or department's limit blocks."""
 
 
 def format_time(t: float, now: float | None = None) -> str:
@@ -31,3 +33,24 @@ def priority_blocked(blocker: WorkloadState, pool: str) -> str:
         f"waiting behind higher-priority workload {blocker.name} (priority "
         f"{blocker.priority}) in pool {pool}"
     )
+
+
+def straddled_quota(
+    level: str, queue: str, pool: str, resource: int, held: float, deserved: float, taken: float
+) -> str:
+    """Why a workload that sat partly within and partly above its queue's deserved
+    quota was reclaimed whole (`resource` indexes RESOURCE_WORDS)."""
+    words = RESOURCE_WORDS[resource]
+    over = held - deserved
+    return (
+        f"it straddled {level} {queue}'s deserved quota of {format_amount(deserved)} {words} "
+        f"in pool {pool} ({queue} held {format_amount(held)}, {format_amount(over)} over quota, "
+        f"and this workload held {format_amount(taken)}), so it counted as "
+        f"over quota and was taken whole"
+    )
+
+
+def below_pods(w: WorkloadState, why: str) -> str:
+    """Why a running elastic workload with fewer pods than it wants is not growing."""
+    wanted = sum(g.pods for g in w.groups)
+    return f"runs {len(w.pods)} of its {wanted} pods and does not grow: {why}"

@@ -11,9 +11,9 @@ from __future__ import annotations
 from scheduler_core.engine.actions.common import (
     VictimStep,
     free_and_place,
+    next_pod,
     try_start,
 )
-from scheduler_core.engine.actions.elastic import next_pod
 from scheduler_core.engine.decisions import EVICT_PRIORITY
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState

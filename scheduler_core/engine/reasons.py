@@ -31,3 +31,8 @@ def priority_blocked(blocker: WorkloadState, pool: str) -> str:
         f"waiting behind higher-priority workload {blocker.name} (priority "
         f"{blocker.priority}) in pool {pool}"
     )
+
+
+def preempted_by_priority(w: WorkloadState) -> str:
+    """Why a workload was evicted for `w` under the priority policy."""
+    return f"preempted by higher-priority {w.name} (priority {w.priority})"

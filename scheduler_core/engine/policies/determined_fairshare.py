@@ -15,7 +15,7 @@ from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
 from scheduler_core.engine.plugins.proportion.division import ShareClaim, divide
-from scheduler_core.engine.policies.common import pool_workloads, uses_gpus, zero_gpu_pass
+from scheduler_core.engine.policies.common import by_gpu_use, pool_workloads, start_or_explain
 from scheduler_core.engine.resources import EPSILON, format_amount
 
 
@@ -75,8 +75,7 @@ def fair_targets(slots: float, workloads: list[WorkloadState]) -> dict[str, dict
 
 def schedule_fairshare_pool(session: Session, pool: PoolIndex) -> None:
     """Run Determined's fair-share policy on one pool."""
-    workloads = pool_workloads(session, pool)
-    gpu_work = [w for w in workloads if uses_gpus(w)]
+    gpu_work, zero_work = by_gpu_use(pool_workloads(session, pool))
     slots = float(sum(n.gpus for n in pool.nodes if n.ready))
     targets = fair_targets(slots, gpu_work)
     ordered = sorted(gpu_work, key=submission_order)
@@ -128,4 +127,6 @@ def schedule_fairshare_pool(session: Session, pool: PoolIndex) -> None:
                 if not try_start(session, stmt, w, pool, {grp.name: 1}):
                     break
         stmt.commit()
-    zero_gpu_pass(session, pool, workloads, submission_order)
+    for w in sorted(zero_work, key=submission_order):
+        if not w.pods:
+            start_or_explain(session, pool, w)

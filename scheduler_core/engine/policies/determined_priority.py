@@ -37,6 +37,10 @@ def priority_pass(session: Session, pool: PoolIndex, workloads: list[WorkloadSta
     left wanting (pending, or running with fewer pods than it wants) holds back every
     lower-priority one that may not be backfilled."""
     preemption = pool.config.preemption
+    # what may be preempted: preemptible workloads that run now, lowest first (those
+    # started in this pass have at least the priority of any workload still to come)
+    running = [v for v in workloads if v.pods and v.preemptible] if preemption else []
+    running.sort(key=session.victim_key)
     blocker: WorkloadState | None = None
     for w in sorted(workloads, key=priority_order):
         if not w.pods:
@@ -47,7 +51,7 @@ def priority_pass(session: Session, pool: PoolIndex, workloads: list[WorkloadSta
             ):
                 session.set_reason(w, pool.name, "priority", priority_blocked(blocker, pool.name))
                 continue
-            make_room = partial(_preempt, session, pool, w, workloads) if preemption else None
+            make_room = partial(_preempt, session, pool, w, running) if preemption else None
             if not start_or_explain(session, pool, w, make_room):
                 blocker = blocker or w
                 continue
@@ -75,16 +79,15 @@ def _preempt(
     session: Session,
     pool: PoolIndex,
     w: WorkloadState,
-    workloads: list[WorkloadState],
+    running: list[WorkloadState],
     stmt: Statement,
     counts: dict[str, int],
 ) -> bool:
-    """Free room for `w` among the running preemptible workloads of lower priority in
-    `workloads`, lowest first, and place it (within `stmt`)."""
-    victims = [v for v in workloads if v.pods and v.preemptible and v.priority < w.priority]
+    """Free room for `w` among the `running` preemptible workloads (in victim order) of
+    lower priority than `w`, lowest first, and place it (within `stmt`)."""
+    victims = [v for v in running if v.pods and v.priority < w.priority]
     if not victims:
         return False
-    victims.sort(key=session.victim_key)
     reason = preempted_by_priority(w)
     return free_and_place(
         session,

@@ -54,3 +54,28 @@ def below_pods(w: WorkloadState, why: str) -> str:
     """Why a running elastic workload with fewer pods than it wants is not growing."""
     wanted = sum(g.pods for g in w.groups)
     return f"runs {len(w.pods)} of its {wanted} pods and does not grow: {why}"
+
+
+def preempted_by_priority(w: WorkloadState) -> str:
+    """Why a workload was evicted for `w` under the priority policy."""
+    return f"preempted by higher-priority {w.name} (priority {w.priority})"
+
+
+def never_fits_pool(pool: str, why: str) -> str:
+    """Why a workload waits that can never run in a fair-share pool (`why` names the
+    numbers); it takes no part in the pool's division."""
+    return (
+        f"can never run in pool {pool}: {why}; it takes no part in the pool's fair-share division"
+    )
+
+
+def pod_size(gpus: float, cpu: float, memory: float) -> str:
+    """What one pod asks for, in words: '2 GPUs and 16 CPU cores'."""
+    parts = [
+        f"{format_amount(amount)} {word}"
+        for amount, word in zip((gpus, cpu, memory), RESOURCE_WORDS, strict=True)
+        if amount > 0
+    ]
+    if not parts:
+        return "nothing"
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]

@@ -18,6 +18,7 @@ class Department(QueueOwner):
     """
 
     access_q = staticmethod(access.department_q)
+    member_roles = DepartmentRole
 
     def managed_by(self, user) -> bool:
         return access.can_manage_department(user, self)
@@ -53,6 +54,7 @@ class Project(QueueOwner):
     )
 
     access_q = staticmethod(access.project_q)
+    member_roles = ProjectRole
 
     def managed_by(self, user) -> bool:
         return access.can_manage_project(user, self)

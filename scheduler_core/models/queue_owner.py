@@ -28,6 +28,8 @@ class QueueOwner(models.Model):
 
     # Who may see owners of this kind, as a Q over a field path (a rule of `access`).
     access_q: ClassVar[Callable[..., Q]]
+    # The roles its members (`memberships`) may have.
+    member_roles: ClassVar[type[models.TextChoices]]
 
     name = models.SlugField(max_length=63, unique=True)
     description = models.CharField(max_length=255, blank=True)

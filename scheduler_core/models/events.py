@@ -6,14 +6,13 @@ from django.db import models
 
 from scheduler_core import access
 from scheduler_core.choices import EventType
+from scheduler_core.models.org import Project
 from scheduler_core.models.queue_owned import QueueOwned, owner_constraints
 
 
 class SchedulingEventQuerySet(models.QuerySet):
     def visible_to(self, user) -> SchedulingEventQuerySet:
         """Events of visible projects, and cluster-wide events (no project) for signed-in users."""
-        from scheduler_core.models import Project
-
         if not access.is_authenticated(user):
             return self.none()
         if access.is_system_admin(user):

@@ -108,33 +108,39 @@ class QueueOwnerViewSet(ApiViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-@extend_schema_view(
-    list=extend_schema(summary="List the departments you can see"),
-    retrieve=extend_schema(summary="Show a department"),
-    create=extend_schema(
-        summary="Create a department (system admins)",
-        request=DepartmentCreateSerializer,
-        responses={201: DepartmentSerializer},
-    ),
-    partial_update=extend_schema(
-        summary="Change a department's rank, weight or description",
-        request=DepartmentUpdateSerializer,
-        responses={200: DepartmentSerializer},
-    ),
-    destroy=extend_schema(
-        summary="Delete a department without projects (system admins)",
-        responses={204: None},
-    ),
-    members=extend_schema(
-        summary="Make a user an admin or viewer of the department (system admins)",
-        request=DepartmentMemberSetSerializer,
-        responses={200: DepartmentSerializer},
-    ),
-    remove_member=extend_schema(
-        summary="Remove a user from the department (system admins)",
-        request=None,
-        responses={204: None},
-    ),
+def queue_owner_schema(**summaries: str):
+    """Document a queue-owner viewset's operations: each level words its own summaries;
+    requests and responses come from the serializers it names."""
+
+    def document(viewset: type[QueueOwnerViewSet]) -> type[QueueOwnerViewSet]:
+        shown = viewset.serializer_class
+        bodies: dict[str, dict] = {
+            "create": {"request": viewset.create_serializer_class, "responses": {201: shown}},
+            "partial_update": {
+                "request": viewset.update_serializer_class,
+                "responses": {200: shown},
+            },
+            "destroy": {"responses": {204: None}},
+            "members": {"request": viewset.member_serializer_class, "responses": {200: shown}},
+            "remove_member": {"request": None, "responses": {204: None}},
+        }
+        operations = {
+            operation: extend_schema(summary=summary, **bodies.get(operation, {}))
+            for operation, summary in summaries.items()
+        }
+        return extend_schema_view(**operations)(viewset)
+
+    return document
+
+
+@queue_owner_schema(
+    list="List the departments you can see",
+    retrieve="Show a department",
+    create="Create a department (system admins)",
+    partial_update="Change a department's rank, weight or description",
+    destroy="Delete a department without projects (system admins)",
+    members="Make a user an admin or viewer of the department (system admins)",
+    remove_member="Remove a user from the department (system admins)",
 )
 class DepartmentViewSet(QueueOwnerViewSet):
     """Departments: the upper level of the queue tree."""
@@ -156,33 +162,14 @@ class DepartmentViewSet(QueueOwnerViewSet):
         removal.department_delete(user=self.request.user, department=owner)
 
 
-@extend_schema_view(
-    list=extend_schema(summary="List the projects you can see"),
-    retrieve=extend_schema(summary="Show a project with its members"),
-    create=extend_schema(
-        summary="Create a project in a department you manage",
-        request=ProjectCreateSerializer,
-        responses={201: ProjectSerializer},
-    ),
-    partial_update=extend_schema(
-        summary="Change a project's rank, weight or description",
-        request=ProjectUpdateSerializer,
-        responses={200: ProjectSerializer},
-    ),
-    destroy=extend_schema(
-        summary="Delete a project whose workloads have all finished",
-        responses={204: None},
-    ),
-    members=extend_schema(
-        summary="Add a member to the project or change their role",
-        request=ProjectMemberSetSerializer,
-        responses={200: ProjectSerializer},
-    ),
-    remove_member=extend_schema(
-        summary="Remove a member from the project",
-        request=None,
-        responses={204: None},
-    ),
+@queue_owner_schema(
+    list="List the projects you can see",
+    retrieve="Show a project with its members",
+    create="Create a project in a department you manage",
+    partial_update="Change a project's rank, weight or description",
+    destroy="Delete a project whose workloads have all finished",
+    members="Add a member to the project or change their role",
+    remove_member="Remove a member from the project",
 )
 class ProjectViewSet(QueueOwnerViewSet):
     """Projects: the team queues workloads are submitted to."""

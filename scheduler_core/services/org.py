@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 
 from scheduler_core import access
 from scheduler_core.loop.triggers import request_cycle
-from scheduler_core.models import Department, Project
+from scheduler_core.models import Department, DepartmentMembership, Project, ProjectMembership
 from scheduler_core.models.queue_owner import QueueOwner
 from scheduler_core.services.errors import FieldErrors, check_slug_name
 
@@ -127,7 +127,9 @@ def _member_user(username: str):
         raise ValidationError({"username": f"no user named {username!r}"}) from exc
 
 
-def queue_owner_set_member(*, user, owner: QueueOwner, username: str, role: str):
+def queue_owner_set_member(
+    *, user, owner: QueueOwner, username: str, role: str
+) -> DepartmentMembership | ProjectMembership:
     """Give a user a role in a department (system admins) or a project (its managers)."""
     require_admin_above(user, owner, "can do this")
     roles = owner.member_roles

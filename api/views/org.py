@@ -45,6 +45,7 @@ class QueueOwnerViewSet(ApiViewSet):
     ordering_fields = ["name", "rank", "created_at"]
     ordering = ["name"]
 
+    serializer_class: type[Serializer]
     membership_model: type[Model]
     create_serializer_class: type[Serializer]
     update_serializer_class: type[Serializer]

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -16,6 +18,7 @@ from console.permissions import admin_required
 from console.views.common import is_htmx, page
 from console.views.simulations import result_context
 from scheduler_core.models import Department, Node, NodePool, Project
+from scheduler_core.models.queue_owner import QueueOwner
 from scheduler_core.selectors.quota_table import QuotaRow, quota_row, quota_table
 from scheduler_core.services import org, quotas
 from scheduler_core.services.simulations import simulation_create
@@ -52,7 +55,10 @@ def _initial_form(row: QuotaRow) -> QuotaRowForm:
     )
 
 
-OWNERS = {"department": Department.objects, "project": Project.objects.select_related("department")}
+OWNERS: dict[str, QuerySet[Any]] = {
+    "department": Department.objects.all(),
+    "project": Project.objects.select_related("department"),
+}
 
 
 def _row(request, kind: str, owner_id: int, pool_id: int) -> QuotaRow:
@@ -60,7 +66,7 @@ def _row(request, kind: str, owner_id: int, pool_id: int) -> QuotaRow:
     pool = get_object_or_404(NodePool, pk=pool_id)
     if kind not in OWNERS:
         raise Http404
-    owner = get_object_or_404(OWNERS[kind], pk=owner_id)
+    owner: QueueOwner = get_object_or_404(OWNERS[kind], pk=owner_id)
     if not owner.managed_by(request.user):
         raise Http404
     return quota_row(user=request.user, owner=owner, pool=pool)
@@ -115,7 +121,7 @@ def quota_save(request, kind: str, owner_id: int, pool_id: int):
         messages.success(request, f"Saved {row.owner.name} in {row.pool.name}.")
     else:
         for field, errors in form.errors.items():
-            messages.error(request, f"{row.owner.name}: {field}: {' '.join(errors)}")
+            messages.error(request, f"{row.owner.name}: {field}: {' '.join(map(str, errors))}")
     return redirect("console:quotas")
 
 
@@ -164,7 +170,7 @@ def quota_whatif(request, kind: str, owner_id: int, pool_id: int):
             error = " ".join(exc.messages)
     else:
         error = "Fix the values in the row first: " + "; ".join(
-            f"{field}: {' '.join(errs)}" for field, errs in form.errors.items()
+            f"{field}: {' '.join(map(str, errs))}" for field, errs in form.errors.items()
         )
     if not is_htmx(request):
         if simulation is not None:

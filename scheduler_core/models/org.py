@@ -17,6 +17,7 @@ class Department(QueueOwner):
     divides over-quota GPUs among departments of the same rank.
     """
 
+    kind = "department"
     access_q = staticmethod(access.department_q)
     member_roles = DepartmentRole
 
@@ -53,6 +54,7 @@ class Project(QueueOwner):
         settings.AUTH_USER_MODEL, through="ProjectMembership", related_name="projects"
     )
 
+    kind = "project"
     access_q = staticmethod(access.project_q)
     member_roles = ProjectRole
 

@@ -12,7 +12,7 @@ from scheduler_core.models.org import Department, Project
 from scheduler_core.models.queue_owner import QueueOwner
 
 
-class QueueOwnedQuerySet(models.QuerySet):
+class QueueOwnedQuerySet(models.QuerySet["QueueOwned"]):
     def for_owner(self, owner: QueueOwner) -> Self:
         """The rows `owner` owns."""
         return self.filter(**{owner.kind: owner})
@@ -81,6 +81,6 @@ class QueueOwned(models.Model):
         return "project" if self.project_id else "department"
 
     @property
-    def owner_key(self) -> tuple[str, int]:
+    def owner_key(self) -> tuple[str, int | None]:
         """(kind, id) of the owner, without loading it: the owner's own `owner_key`."""
         return (self.owner_kind, self.project_id or self.department_id)

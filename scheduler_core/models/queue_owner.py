@@ -4,14 +4,17 @@ weight among their peers, and a quota per pool."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+if TYPE_CHECKING:
+    from django.db.models.fields.related_descriptors import RelatedManager
 
-class QueueOwnerQuerySet(models.QuerySet):
+
+class QueueOwnerQuerySet(models.QuerySet["QueueOwner"]):
     def visible_to(self, user) -> Self:
         """Departments or projects `user` may see (the shared access rule)."""
         ids = self.model._default_manager.filter(self.model.access_q(user)).values("pk")
@@ -26,10 +29,14 @@ class QueueOwner(models.Model):
     divides over-quota GPUs among owners of the same rank.
     """
 
+    # "department" or "project": also the name of the field that the rows it owns (quotas,
+    # queue states, usage samples) point to it with.
+    kind: ClassVar[str]
     # Who may see owners of this kind, as a Q over a field path (a rule of `access`).
     access_q: ClassVar[Callable[..., Q]]
-    # The roles its members (`memberships`) may have.
+    # The roles its members may have; `memberships` holds them (a reverse relation).
     member_roles: ClassVar[type[models.TextChoices]]
+    memberships: RelatedManager[Any]
 
     name = models.SlugField(max_length=63, unique=True)
     description = models.CharField(max_length=255, blank=True)
@@ -52,13 +59,7 @@ class QueueOwner(models.Model):
         return self.name
 
     @property
-    def kind(self) -> str:
-        """Its kind, "department" or "project": also the name of the field that the rows
-        it owns (quotas, queue states, usage samples) point to it with."""
-        return self._meta.model_name
-
-    @property
-    def owner_key(self) -> tuple[str, int]:
+    def owner_key(self) -> tuple[str, int | None]:
         """(kind, id): the same as `QueueOwned.owner_key` of the rows it owns."""
         return (self.kind, self.pk)
 

@@ -91,10 +91,10 @@ def quota_table(*, user, gpus_by_pool: dict[int, int] | None = None) -> list[Poo
     managed = access.managed_department_ids(user)
     if managed is not None and not managed:
         return []
-    departments = Department.objects.order_by("-rank", "name")
+    shown = Department.objects.order_by("-rank", "name")
     if managed is not None:
-        departments = departments.filter(pk__in=managed)
-    departments = list(departments)
+        shown = shown.filter(pk__in=managed)
+    departments = list(shown)
     projects = list(Project.objects.filter(department__in=departments).order_by("-rank", "name"))
     pools = list(NodePool.objects.order_by("name"))
     quotas = {(q.pool_id, *q.owner_key): q for q in Quota.objects.filter(pool__in=pools)}

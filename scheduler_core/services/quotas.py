@@ -28,6 +28,7 @@ def _validate(values: dict[str, float | None]) -> None:
             f"limit_{key}" not in errors.errors
             and key not in errors.errors
             and limit is not None
+            and deserved is not None
             and limit < deserved
         ):
             errors.add(
@@ -71,7 +72,8 @@ def queue_owner_set_quota(
     }
     quota = Quota.objects.for_owner(owner).filter(pool=pool).first()
     if quota is None:  # floats, as a saved quota's are (the event's details show them)
-        quota = Quota(owner=owner, pool=pool, gpus=0.0, cpu=0.0, memory=0.0)
+        quota = Quota(pool=pool, gpus=0.0, cpu=0.0, memory=0.0)
+        quota.owner = owner
     merged = {key: getattr(quota, key) if value is UNSET else value for key, value in given.items()}
     _validate(merged)
     with transaction.atomic():

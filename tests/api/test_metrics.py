@@ -6,7 +6,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler_core.loop.cycle import run_cycle
-from scheduler_core.services.quotas import project_set_quota
+from scheduler_core.services.quotas import queue_owner_set_quota
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,7 @@ def busy_cluster(cluster, submit):
     for i in range(2):
         submit("nlp", f"borrow-{i}", gpus=8)
     run_cycle()
-    project_set_quota(user=cluster["admin"], project=cluster["nlp"], pool=cluster["pool"], gpus=0)
+    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=cluster["pool"], gpus=0)
     submit("vision", "owner", gpus=8)
     submit("vision", "waiting", gpus=8)
     run_cycle()

@@ -18,7 +18,11 @@ from api.serializers.simulations import (
 from api.throttling import SubmissionThrottle
 from api.views.base import ApiViewSet
 from scheduler_core.models import Simulation
-from scheduler_core.selectors.simulations import simulation_result_for, simulations_visible_to
+from scheduler_core.selectors.simulations import (
+    simulation_result_for,
+    simulation_scenario_for,
+    simulations_visible_to,
+)
 from scheduler_core.services import simulations as services
 
 HEAVY_ACTIONS = {"create", "preview"}
@@ -80,11 +84,15 @@ class SimulationViewSet(ApiViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
-        summary="The scenario the run replays", responses={200: SimulationScenarioSerializer}
+        summary="The scenario the run replays",
+        description="A department admin's copy of the live cluster leaves out the projects "
+        "they may not see (as its result folds them together).",
+        responses={200: SimulationScenarioSerializer},
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def scenario(self, request, pk=None):
-        return Response({"scenario_text": self.get_object().scenario_text})
+        text = simulation_scenario_for(simulation=self.get_object(), user=request.user)
+        return Response({"scenario_text": text})
 
     @extend_schema(
         summary="Try changes on the live cluster now, without storing a run",

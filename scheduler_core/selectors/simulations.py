@@ -2,11 +2,13 @@
 
 A simulation is seen by its creator and by system admins. A copy of the live cluster names
 real projects, so its result is shown to a department admin with the projects they may not
-see folded into one "(other projects)" row (the one access rule, applied to results too).
+see folded into one "(other projects)" row, and its scenario without those projects (the
+one access rule, applied to results and scenarios too).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db.models import QuerySet
@@ -14,7 +16,7 @@ from django.db.models import QuerySet
 from scheduler_core import access
 from scheduler_core.choices import SimulationSource
 from scheduler_core.models import Project, Simulation
-from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects
+from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects, redact_scenario
 
 
 def simulations_visible_to(user) -> QuerySet[Simulation]:
@@ -27,12 +29,28 @@ def simulations_visible_to(user) -> QuerySet[Simulation]:
     return qs.filter(created_by=user)
 
 
+def _visible_projects(simulation: Simulation, user) -> set[str] | None:
+    """The projects `user` may see, where a run copied from the live cluster shows more
+    (None: `user` may see all of it)."""
+    if simulation.source != SimulationSource.LIVE or access.is_system_admin(user):
+        return None
+    return set(Project.objects.visible_to(user).values_list("name", flat=True))
+
+
 def simulation_result_for(*, simulation: Simulation, user) -> dict[str, Any] | None:
     """`simulation.result` with projects `user` may not see merged into OTHER_PROJECTS."""
     result = simulation.result
-    if result is None or simulation.source != SimulationSource.LIVE:
+    visible = _visible_projects(simulation, user) if result is not None else None
+    if result is None or visible is None:
         return result
-    if access.is_system_admin(user):
-        return result
-    visible = set(Project.objects.visible_to(user).values_list("name", flat=True))
     return redact_projects(result, visible=visible, other=OTHER_PROJECTS)
+
+
+def simulation_scenario_for(*, simulation: Simulation, user) -> str:
+    """The scenario text the run replays, without the projects `user` may not see (a live
+    copy is stored as JSON, and shown as JSON)."""
+    visible = _visible_projects(simulation, user)
+    if visible is None:
+        return simulation.scenario_text
+    scenario = redact_scenario(json.loads(simulation.scenario_text), visible=visible)
+    return json.dumps(scenario, indent=1)

@@ -320,3 +320,23 @@ def redact_projects(result: dict[str, Any], *, visible: set[str], other: str) ->
             comparison[key] = shown
         comparison["summary"] = _summary(comparison["gains"], comparison["reclaimed"])
     return result
+
+
+def redact_scenario(scenario: dict[str, Any], *, visible: set[str]) -> dict[str, Any]:
+    """A copy of a live cluster's scenario (no steps) without the projects outside
+    `visible`: their queues and workloads are left out, and so are departments that keep
+    no project. Pools and nodes stay (everyone may see the cluster's shape); the
+    description says that the copy is partial."""
+    scenario = copy.deepcopy(scenario)
+    projects = [p for p in scenario.get("projects") or [] if p.get("name") in visible]
+    departments = {p.get("department") for p in projects}
+    scenario["projects"] = projects
+    scenario["departments"] = [
+        d for d in scenario.get("departments") or [] if d.get("name") in departments
+    ]
+    scenario["workloads"] = [
+        w for w in scenario.get("workloads") or [] if w.get("project") in visible
+    ]
+    note = "projects you may not see are left out"
+    scenario["description"] = f"{scenario.get('description') or ''} ({note})".strip()
+    return scenario

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from django.utils import timezone
 
 from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.models import Project, Quota, SchedulingEvent, Simulation, Workload
+from scheduler_core.services.simulations import parse_scenario_text
 from tests import factories
 
 
@@ -144,6 +147,29 @@ def test_simulation_from_a_scenario_is_queued_and_pollable(admin_api):
     assert poll["progress_message"]
     text = admin_api.get(f"/api/v1/simulations/{body['id']}/scenario/").json()["scenario_text"]
     assert "tiny" in text
+
+
+def test_a_live_copy_shows_a_department_admin_only_their_departments(cluster, client_as):
+    """A department admin's live run copies the whole cluster; its scenario shows them
+    their own departments' projects, quotas and workloads, a system admin all of it."""
+    factories.workload(cluster["infra"], "ops-secret", gpus=1)
+    factories.workload(cluster["vision"], "train", gpus=1)
+    dept_api = client_as("department_admin")
+    created = dept_api.post("/api/v1/simulations/", {"name": "c", "source": "live"}, format="json")
+    assert created.status_code == 201, created.json()
+    path = f"/api/v1/simulations/{created.json()['id']}/scenario/"
+
+    mine = json.loads(dept_api.get(path).json()["scenario_text"])
+    assert [p["name"] for p in mine["projects"]] == ["nlp", "vision"]
+    assert [d["name"] for d in mine["departments"]] == ["research"]
+    assert [w["name"] for w in mine["workloads"]] == ["vision/train"]
+    assert "ops" not in json.dumps(mine) and "infra" not in json.dumps(mine)
+    assert [n["name"] for n in mine["nodes"]] == ["gpu-1", "gpu-2"]
+    parse_scenario_text(json.dumps(mine))  # still a scenario that replays
+
+    whole = json.loads(client_as("system_admin").get(path).json()["scenario_text"])
+    assert [p["name"] for p in whole["projects"]] == ["infra", "nlp", "vision"]
+    assert {w["name"] for w in whole["workloads"]} == {"vision/train", "infra/ops-secret"}
 
 
 def test_a_finished_live_run_shows_its_result(cluster, admin_api):

@@ -79,6 +79,7 @@ class EventType(models.TextChoices):
     PENDING_REASON = "pending_reason", "Pending reason changed"
     NODE_STATE = "node_state", "Node state changed"
     QUOTA_CHANGED = "quota_changed", "Quota changed"
+    RANK_WEIGHT_CHANGED = "rank_weight_changed", "Rank or weight changed"
 
 
 class ProjectRole(models.TextChoices):

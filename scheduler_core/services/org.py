@@ -1,8 +1,10 @@
 """Departments, projects and memberships.
 
 Both are queue owners and share one set of services (`queue_owner_*`). Who may change
-what is decided in two places: `require_manager` (an owner's settings) and
-`require_admin_above` (its quota and members, set from the level above it).
+what is decided in two places: `require_manager` (an owner's description) and
+`require_admin_above` (its rank, weight, quota and members, set from the level above it:
+a department admin ranks their projects, not their department). Every change of a rank,
+weight or quota is recorded as a SchedulingEvent naming who made it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
 from scheduler_core import access
+from scheduler_core.choices import EventType
+from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Department, DepartmentMembership, Project, ProjectMembership
 from scheduler_core.models.queue_owner import QueueOwner
@@ -101,22 +105,50 @@ def queue_owner_update(
     over_quota_weight: float | None = None,
     description: str | None = None,
 ) -> Owner:
-    """Change a department's or project's rank, over-quota weight or description (its
-    managers); fields not given stay as they are."""
+    """Change a department's or project's description (its managers), or its rank and
+    over-quota weight (the level above it: system admins for a department); fields not
+    given stay as they are. A changed rank or weight is recorded as an event."""
     require_manager(user, owner)
+    if rank is not None or over_quota_weight is not None:
+        require_admin_above(user, owner, "change a department's rank and weight")
     errors = FieldErrors()
     _check_weight_rank(errors, rank, over_quota_weight)
     errors.raise_if_any()
+    given = {"rank": rank, "over_quota_weight": over_quota_weight}
+    changed = {
+        field: {"from": getattr(owner, field), "to": value}
+        for field, value in given.items()
+        if value is not None and value != getattr(owner, field)
+    }
     with transaction.atomic():
-        if rank is not None:
-            owner.rank = rank
-        if over_quota_weight is not None:
-            owner.over_quota_weight = over_quota_weight
+        for field, change in changed.items():
+            setattr(owner, field, change["to"])
         if description is not None:
             owner.description = description
         owner.save()
-        request_cycle()
+        if changed:
+            _record_rank_weight(user, owner, changed)
+            request_cycle()
     return owner
+
+
+def _record_rank_weight(user, owner: QueueOwner, changed: dict[str, dict]) -> None:
+    words = {"rank": "rank", "over_quota_weight": "over-quota weight"}
+    what = ", ".join(
+        f"{words[field]} {change['from']:g} -> {change['to']:g}"
+        for field, change in changed.items()
+    )
+    event_record(
+        type=EventType.RANK_WEIGHT_CHANGED,
+        project=owner if isinstance(owner, Project) else None,
+        reason=f"{owner.kind} {owner}: {what} by {user.username}",
+        details={
+            "owner": owner.name,
+            "owner_type": owner.kind,
+            "changed_by": user.username,
+            **changed,
+        },
+    )
 
 
 def _member_user(username: str):

@@ -60,7 +60,8 @@ def queue_owner_set_quota(
     limit_memory: float | Unset | None = UNSET,
 ) -> Quota:
     """Set a department's (system admins) or project's (its managers) deserved quota and
-    limits in a pool; values not given stay as they are, a limit of None removes it."""
+    limits in a pool; values not given stay as they are, a limit of None removes it. The
+    change is recorded as an event naming who made it."""
     require_admin_above(user, owner, "set department quotas")
     given = {
         "gpus": gpus,
@@ -85,8 +86,14 @@ def queue_owner_set_quota(
             project=owner if isinstance(owner, Project) else None,
             pool=pool,
             reason=f"quota of {owner} in pool {pool}: {quota.gpus:g} GPUs"
-            + (f", limit {quota.limit_gpus:g}" if quota.limit_gpus is not None else ""),
-            details={"owner": owner.name, "owner_type": owner.kind, **merged},
+            + (f", limit {quota.limit_gpus:g}" if quota.limit_gpus is not None else "")
+            + f" (set by {user.username})",
+            details={
+                "owner": owner.name,
+                "owner_type": owner.kind,
+                "changed_by": user.username,
+                **merged,
+            },
         )
         request_cycle()
     return quota

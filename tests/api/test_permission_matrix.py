@@ -60,7 +60,19 @@ ROUTES: list[Route] = [
     Route("get", "/api/v1/departments/research/", None, 200, 200, 200, 200, 404),
     Route("get", "/api/v1/departments/ops/", None, 200, 404, 404, 404, 404),
     admin_only("post", "/api/v1/departments/", {"name": "new-dept"}, ok=201),
-    Route("patch", "/api/v1/departments/research/", {"rank": 1}, 200, 200, 403, 403, 404),
+    # a department's rank, weight and quotas are the system admin's; its admins describe it
+    Route("patch", "/api/v1/departments/research/", {"rank": 1}, 200, 403, 403, 403, 404),
+    Route(
+        "patch",
+        "/api/v1/departments/research/",
+        {"over_quota_weight": 1e6},
+        200,
+        403,
+        403,
+        403,
+        404,
+    ),
+    Route("patch", "/api/v1/departments/research/", {"description": "x"}, 200, 200, 403, 403, 404),
     Route("delete", "/api/v1/departments/empty/", None, 204, 404, 404, 404, 404),
     Route("delete", "/api/v1/departments/ops/", None, 409, 404, 404, 404, 404),
     Route(

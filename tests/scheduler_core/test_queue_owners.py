@@ -6,20 +6,59 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from scheduler_core.models import QueueState, Quota
+from scheduler_core.choices import EventType
+from scheduler_core.models import QueueState, Quota, SchedulingEvent
 from scheduler_core.services import org, quotas
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("owner", ["dept", "vision"])
-def test_one_update_service_changes_either_owner(cluster, owner):
+@pytest.mark.parametrize(("owner", "by"), [("dept", "admin"), ("vision", "dept_admin")])
+def test_one_update_service_changes_either_owner(cluster, owner, by):
     owner = cluster[owner]
     org.queue_owner_update(
-        user=cluster["dept_admin"], owner=owner, rank=3, over_quota_weight=2, description="x"
+        user=cluster[by], owner=owner, rank=3, over_quota_weight=2, description="x"
     )
     owner.refresh_from_db()
     assert (owner.rank, owner.over_quota_weight, owner.description) == (3, 2, "x")
+
+
+def test_a_department_admin_describes_their_department_but_does_not_rank_it(cluster):
+    """Rank and weight decide who gets over-quota GPUs among departments: raising one's own
+    would take them from the others, so only system admins set them."""
+    dept = cluster["dept"]
+    for change in ({"rank": 1000}, {"over_quota_weight": 1e6}):
+        with pytest.raises(PermissionDenied, match="only system admins change a department"):
+            org.queue_owner_update(user=cluster["dept_admin"], owner=dept, **change)
+    org.queue_owner_update(user=cluster["dept_admin"], owner=dept, description="vision and nlp")
+    dept.refresh_from_db()
+    assert (dept.rank, dept.over_quota_weight, dept.description) == (0, 1, "vision and nlp")
+    assert not SchedulingEvent.objects.filter(type=EventType.RANK_WEIGHT_CHANGED).exists()
+
+
+@pytest.mark.parametrize(("owner", "by"), [("dept", "admin"), ("nlp", "dept_admin")])
+def test_rank_and_weight_changes_are_recorded_with_who_made_them(cluster, owner, by):
+    owner = cluster[owner]
+    org.queue_owner_update(user=cluster[by], owner=owner, rank=5, over_quota_weight=1)
+    event = SchedulingEvent.objects.get(type=EventType.RANK_WEIGHT_CHANGED)
+    name = cluster[by].username
+    assert event.reason == f"{owner.kind} {owner}: rank 0 -> 5 by {name}"
+    assert event.details == {
+        "owner": owner.name,
+        "owner_type": owner.kind,
+        "changed_by": name,
+        "rank": {"from": 0, "to": 5},
+    }
+    assert event.project == (owner if owner.kind == "project" else None)
+
+
+def test_quota_changes_are_recorded_with_who_made_them(cluster):
+    quotas.queue_owner_set_quota(
+        user=cluster["dept_admin"], owner=cluster["nlp"], pool=cluster["pool"], gpus=2
+    )
+    event = SchedulingEvent.objects.get(type=EventType.QUOTA_CHANGED)
+    assert event.details["changed_by"] == "dept-admin"
+    assert event.reason.endswith("(set by dept-admin)")
 
 
 @pytest.mark.parametrize("owner", ["other_dept", "infra"])

@@ -7,7 +7,8 @@ Every error response is JSON of the form::
      "fields": {"limit_gpus": ["the limit (2) must be at least the deserved quota (4)"]}}
 
 `error` is a stable machine-readable code, `detail` one sentence for a person, `fields`
-(only for bad input) maps each offending field to its problems. Nested fields are named
+(for bad input, and for a conflict that names its field, like a name that exists: 409
+`conflict`) maps each offending field to its problems. Nested fields are named
 the way a client wrote them: `groups[1].pods`, `workloads[3].name`, `node_selector.zone`.
 """
 
@@ -32,7 +33,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import set_rollback
 
-from scheduler_core.services.removal import ResourceInUse
+from scheduler_core.services import errors as service_errors
 
 logger = logging.getLogger(__name__)
 
@@ -131,8 +132,9 @@ def _django_validation_fields(exc: DjangoValidationError) -> dict[str, list[str]
 
 def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
     """Map Django's exceptions onto DRF's, so one path renders them all."""
-    if isinstance(exc, ResourceInUse):
-        return Conflict(" ".join(str(m) for m in exc.messages))
+    if isinstance(exc, service_errors.Conflict):  # already cancelled, name taken, in use
+        named = hasattr(exc, "error_dict")  # a conflict may name its fields, as bad input does
+        return Conflict(exc.message_dict if named else " ".join(str(m) for m in exc.messages))
     if isinstance(exc, DjangoValidationError):
         return exceptions.ValidationError(_django_validation_fields(exc))
     if isinstance(exc, PermissionDenied):
@@ -180,6 +182,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     elif isinstance(api_exc, exceptions.ValidationError):
         fields = flatten_errors(api_exc.detail)
         body = error_body("validation_failed", summarise(fields), fields)
+    elif isinstance(api_exc, Conflict) and isinstance(api_exc.detail, dict):
+        fields = flatten_errors(api_exc.detail)
+        body = error_body("conflict", summarise(fields), fields)
     else:
         code = CODES.get(type(api_exc)) or _code_of(api_exc)
         body = error_body(code, _sentence(api_exc.detail))

@@ -14,7 +14,8 @@ ERROR_DESCRIPTIONS = {
     401: "No credentials, or an invalid or revoked token.",
     403: "Signed in, but your role does not allow this.",
     404: "No such resource, or you cannot see it.",
-    409: "Conflicts with the current state (a reused Idempotency-Key, a concurrent change).",
+    409: "Conflicts with the current state: already cancelled, a name that exists, still in "
+    "use, a reused Idempotency-Key, a concurrent change.",
     415: "The body must be JSON (Content-Type: application/json).",
     429: "Too many submissions for this token: wait `retry_after` seconds.",
 }

@@ -32,7 +32,7 @@ def pool_create(*, user, name: str, **settings: Any) -> NodePool:
     errors = FieldErrors()
     check_slug_name(errors, name)
     if NodePool.objects.filter(name=name).exists():
-        errors.add("name", f"a pool named {name!r} already exists")
+        errors.add_conflict("name", f"a pool named {name!r} already exists")
     errors.raise_if_any()
     return NodePool.objects.create(name=name, **_validate_pool_settings(settings))
 
@@ -73,7 +73,7 @@ def node_create(
     ):
         errors.add("labels", "must map label names to values (strings)")
     if Node.objects.filter(name=name).exists():
-        errors.add("name", f"a node named {name!r} already exists")
+        errors.add_conflict("name", f"a node named {name!r} already exists")
     errors.raise_if_any()
     with transaction.atomic():
         node = Node.objects.create(

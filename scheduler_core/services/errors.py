@@ -1,4 +1,5 @@
-"""Collecting field errors so that one request reports every problem at once."""
+"""How services refuse: field errors collected so that one request reports every problem
+at once, and `Conflict` for a request that clashes with the current state."""
 
 from __future__ import annotations
 
@@ -6,14 +7,26 @@ from django.core.exceptions import ValidationError
 from django.utils.text import slugify
 
 
+class Conflict(ValidationError):
+    """The request is well formed but clashes with the current state: the workload is
+    already cancelled, the name is taken, the resource is still in use. The API answers
+    409; everything that shows a ValidationError (the console's forms) shows it alike."""
+
+
 class FieldErrors:
-    """Accumulates `field -> messages` and raises one ValidationError at the end."""
+    """Accumulates `field -> messages` and raises one ValidationError at the end (a
+    Conflict when the only problems are clashes with the current state)."""
 
     def __init__(self) -> None:
         self.errors: dict[str, list[str]] = {}
+        self.conflicts: dict[str, list[str]] = {}
 
     def add(self, field: str, message: str) -> None:
         self.errors.setdefault(field, []).append(message)
+
+    def add_conflict(self, field: str, message: str) -> None:
+        """A clash with the current state (e.g. a name that exists), not bad input."""
+        self.conflicts.setdefault(field, []).append(message)
 
     def extend(self, fields: dict[str, list[str]]) -> None:
         """Add `field -> messages`, e.g. a schema's (SchemaInvalid.by_field())."""
@@ -21,11 +34,15 @@ class FieldErrors:
             self.errors.setdefault(field, []).extend(messages)
 
     def __bool__(self) -> bool:
-        return bool(self.errors)
+        return bool(self.errors or self.conflicts)
 
     def raise_if_any(self) -> None:
+        """Bad input first (fixing it may be all that is needed), with the clashes too."""
         if self.errors:
+            self.extend(self.conflicts)
             raise ValidationError(self.errors)
+        if self.conflicts:
+            raise Conflict(self.conflicts)
 
 
 def check_slug_name(errors: FieldErrors, name: str) -> None:

@@ -57,7 +57,7 @@ def _queue_owner_create(
     check_slug_name(errors, name)
     _check_weight_rank(errors, rank, over_quota_weight)
     if model.objects.filter(name=name).exists():
-        errors.add("name", f"a {model.kind} named {name!r} already exists")
+        errors.add_conflict("name", f"a {model.kind} named {name!r} already exists")
     errors.raise_if_any()
     return model.objects.create(name=name, rank=rank, over_quota_weight=over_quota_weight, **fields)
 

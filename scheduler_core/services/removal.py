@@ -7,7 +7,6 @@ node with pods are refused with `ResourceInUse`, which says what to do first.
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from scheduler_core import access
@@ -22,10 +21,11 @@ from scheduler_core.models import (
     Workload,
     WorkloadCandidatePool,
 )
+from scheduler_core.services.errors import Conflict
 from scheduler_core.services.org import require_manager
 
 
-class ResourceInUse(ValidationError):
+class ResourceInUse(Conflict):
     """The resource is still needed by something; the message says what to do first."""
 
 

@@ -32,7 +32,7 @@ from scheduler_core import access
 from scheduler_core.choices import SimulationSource, SimulationStatus
 from scheduler_core.live_events.recording import group_name, send_after_commit
 from scheduler_core.models import Project, Simulation
-from scheduler_core.services.errors import FieldErrors
+from scheduler_core.services.errors import Conflict, FieldErrors
 from scheduler_core.whatif.changes import validate_changes
 from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects
 from scheduler_core.whatif.export import scenario_from_live_cluster
@@ -159,7 +159,7 @@ def simulation_delete(*, user, simulation: Simulation) -> None:
     if not (access.is_system_admin(user) or simulation.created_by_id == getattr(user, "pk", None)):
         raise PermissionDenied("only the creator of a simulation or a system admin can delete it")
     if simulation.status == SimulationStatus.RUNNING:
-        raise ValidationError({"status": ["this run is still going; wait until it ends"]})
+        raise Conflict({"status": ["this run is still going; wait until it ends"]})
     simulation.delete()
 
 

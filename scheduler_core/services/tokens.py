@@ -7,6 +7,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from scheduler_core import access
 from scheduler_core.models import ApiToken
 from scheduler_core.models.accounts import hash_token
+from scheduler_core.services.errors import Conflict
 
 
 def token_create(*, user, name: str) -> tuple[ApiToken, str]:
@@ -17,7 +18,7 @@ def token_create(*, user, name: str) -> tuple[ApiToken, str]:
     if not name or len(name) > 100:
         raise ValidationError({"name": "give the token a name (at most 100 characters)"})
     if ApiToken.objects.filter(user=user, name=name).exists():
-        raise ValidationError({"name": f"you already have a token named {name!r}"})
+        raise Conflict({"name": f"you already have a token named {name!r}"})
     raw = ApiToken.generate_raw()
     token = ApiToken.objects.create(user=user, name=name, key_hash=hash_token(raw), prefix=raw[:10])
     return token, raw

@@ -32,7 +32,7 @@ from scheduler_core.models import (
 )
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.schemas.workloads import NewPriority, PodGroup, WorkloadSubmission
-from scheduler_core.services.errors import FieldErrors
+from scheduler_core.services.errors import Conflict, FieldErrors
 
 
 @dataclass
@@ -208,7 +208,7 @@ def _insert(
         with transaction.atomic():
             Workload.objects.bulk_create(workloads)
     except IntegrityError as exc:  # a concurrent submission took a name
-        raise ValidationError(
+        raise Conflict(
             {"name": "a workload with this name was just created in the same project"}
         ) from exc
     WorkloadCandidatePool.objects.bulk_create(
@@ -241,19 +241,13 @@ def workload_submit(*, user, request: WorkloadRequest) -> Workload:
     nodes_by_pool, all_pools = _pool_context()
     validated = _validate(request, nodes_by_pool=nodes_by_pool, all_pools=all_pools)
     if (request.project.pk, request.name) in _existing_names([request]):
-        raise ValidationError(
-            {
-                "name": f"a workload named {request.name!r} already exists in project "
-                f"{request.project}"
-            }
-        )
+        raise Conflict({"name": _name_taken(request)})
     with transaction.atomic():
         return _insert([request], [validated], user=user, now=timezone.now())[0]
 
 
 def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[Workload]:
     """Queue many workloads at once: all of them, or none if any is invalid."""
-    errors: dict[str, list[str]] = {}
     allowed: dict[int, bool] = {}
     for i, req in enumerate(requests):
         if req.project.pk not in allowed:
@@ -262,28 +256,27 @@ def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[W
             raise PermissionDenied(f"workloads[{i}]: you cannot submit to project {req.project}")
     nodes_by_pool, all_pools = _pool_context()
     existing = _existing_names(requests)
+    errors = FieldErrors()
     validated = []
     seen: set[tuple[int, str]] = set()
     for i, req in enumerate(requests):
         try:
             validated.append(_validate(req, nodes_by_pool=nodes_by_pool, all_pools=all_pools))
         except ValidationError as exc:
-            for fld, msgs in exc.message_dict.items():
-                errors.setdefault(f"workloads[{i}].{fld}", []).extend(msgs)
+            errors.extend({f"workloads[{i}].{f}": m for f, m in exc.message_dict.items()})
         key = (req.project.pk, req.name)
         if key in seen:
-            errors.setdefault(f"workloads[{i}].name", []).append(
-                f"{req.name!r} appears twice in this request"
-            )
+            errors.add(f"workloads[{i}].name", f"{req.name!r} appears twice in this request")
         elif key in existing:
-            errors.setdefault(f"workloads[{i}].name", []).append(
-                f"a workload named {req.name!r} already exists in project {req.project}"
-            )
+            errors.add_conflict(f"workloads[{i}].name", _name_taken(req))
         seen.add(key)
-    if errors:
-        raise ValidationError(errors)
+    errors.raise_if_any()
     with transaction.atomic():
         return _insert(requests, validated, user=user, now=timezone.now())
+
+
+def _name_taken(request: WorkloadRequest) -> str:
+    return f"a workload named {request.name!r} already exists in project {request.project}"
 
 
 def _locked(workload: Workload) -> Workload:
@@ -310,7 +303,7 @@ def workload_cancel(*, user, workload: Workload) -> Workload:
     with transaction.atomic():
         workload = _locked(workload)
         if workload.status in TERMINAL_STATES:
-            raise ValidationError({"status": f"workload is already {workload.status}"})
+            raise Conflict({"status": f"workload is already {workload.status}"})
         workload_release(workload)
         workload.status = WorkloadStatus.CANCELLED
         workload.finished_at = timezone.now()
@@ -334,7 +327,7 @@ def workload_set_priority(*, user, workload: Workload, priority: int) -> Workloa
     with transaction.atomic():
         workload = _locked(workload)
         if workload.status in TERMINAL_STATES:
-            raise ValidationError({"status": f"workload is already {workload.status}"})
+            raise Conflict({"status": f"workload is already {workload.status}"})
         old = workload.priority
         workload.priority = priority
         workload.save()
@@ -354,7 +347,7 @@ def workload_suspend(*, user, workload: Workload) -> Workload:
     with transaction.atomic():
         workload = _locked(workload)
         if workload.status not in (WorkloadStatus.PENDING, WorkloadStatus.RUNNING):
-            raise ValidationError(
+            raise Conflict(
                 {
                     "status": f"only pending or running workloads can be "
                     f"suspended; this one is {workload.status}"
@@ -378,7 +371,7 @@ def workload_resume(*, user, workload: Workload) -> Workload:
     with transaction.atomic():
         workload = _locked(workload)
         if workload.status != WorkloadStatus.SUSPENDED:
-            raise ValidationError(
+            raise Conflict(
                 {
                     "status": f"only suspended workloads can be resumed; "
                     f"this one is {workload.status}"

@@ -172,6 +172,16 @@ def test_a_live_copy_shows_a_department_admin_only_their_departments(cluster, cl
     assert {w["name"] for w in whole["workloads"]} == {"vision/train", "infra/ops-secret"}
 
 
+def test_a_running_simulation_cannot_be_deleted_yet(cluster, admin_api):
+    sim = Simulation.objects.create(
+        name="going", source="scenario", status="running", created_by=cluster["admin"]
+    )
+    response = admin_api.delete(f"/api/v1/simulations/{sim.pk}/")
+    assert response.status_code == 409
+    assert response.json()["detail"] == "status: this run is still going; wait until it ends"
+    assert Simulation.objects.filter(pk=sim.pk).exists()
+
+
 def test_a_finished_live_run_shows_its_result(cluster, admin_api):
     sim = Simulation.objects.create(
         name="done",

@@ -118,7 +118,7 @@ def test_tokens_list_create_revoke_show_the_key_once(cluster, token_client):
 def test_token_names_are_unique_per_user(cluster, researcher_api):
     assert researcher_api.post("/api/v1/tokens/", {"name": "ci"}, format="json").status_code == 201
     again = researcher_api.post("/api/v1/tokens/", {"name": "ci"}, format="json")
-    assert again.status_code == 400
+    assert again.status_code == 409
     assert "already have a token" in again.json()["fields"]["name"][0]
 
 

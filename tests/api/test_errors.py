@@ -180,7 +180,7 @@ def test_min_pods_above_pods_from_the_service(admin_api):
 def test_duplicate_workload_name(admin_api):
     body = {"project": "vision", "name": "same"}
     assert admin_api.post(WORKLOADS, body, format="json").status_code == 201
-    assert_error(admin_api.post(WORKLOADS, body, format="json"), 400, "validation_failed", "name")
+    assert_error(admin_api.post(WORKLOADS, body, format="json"), 409, "conflict", "name")
 
 
 @pytest.mark.parametrize(
@@ -233,10 +233,53 @@ def test_state_errors_name_the_status(admin_api, cluster):
     created = admin_api.post(WORKLOADS, {"project": "vision", "name": "w"}, format="json")
     wid = created.json()["id"]
     assert admin_api.post(f"{WORKLOADS}{wid}/cancel/").status_code == 200
-    body = assert_error(
-        admin_api.post(f"{WORKLOADS}{wid}/cancel/"), 400, "validation_failed", "status"
-    )
+    body = assert_error(admin_api.post(f"{WORKLOADS}{wid}/cancel/"), 409, "conflict", "status")
     assert "already cancelled" in body["fields"]["status"][0]
+    assert body["detail"] == "status: workload is already cancelled"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/departments/", {"name": "research"}, "name"),
+        ("/api/v1/projects/", {"department": "research", "name": "vision"}, "name"),
+        ("/api/v1/pools/", {"name": "a100"}, "name"),
+        ("/api/v1/nodes/", {"pool": "a100", "name": "gpu-1", "gpu_count": 8}, "name"),
+        (f"{WORKLOADS}bulk/", {"workloads": [{"project": "vision", "name": "w"}]}, None),
+    ],
+)
+def test_names_that_exist_are_409_naming_the_field(admin_api, path, body, field):
+    assert admin_api.post(WORKLOADS, {"project": "vision", "name": "w"}, format="json")
+    body = assert_error(admin_api.post(path, body, format="json"), 409, "conflict", field)
+    assert "already exists" in body["detail"]
+
+
+def test_bad_input_is_400_even_with_a_name_that_exists(admin_api):
+    """Bad input is answered first (it names every problem, the clash too)."""
+    assert admin_api.post(WORKLOADS, {"project": "vision", "name": "w"}, format="json")
+    response = admin_api.post(
+        f"{WORKLOADS}bulk/",
+        {"workloads": [{"project": "vision", "name": "w"}, {"project": "vision", "name": "w"}]},
+        format="json",
+    )
+    body = assert_error(response, 400, "validation_failed", "workloads[1].name")
+    assert "already exists" in body["fields"]["workloads[0].name"][0]
+
+
+@pytest.mark.parametrize(
+    ("first", "again", "message"),
+    [
+        ("suspend", "suspend", "only pending or running workloads can be suspended"),
+        ("cancel", "resume", "only suspended workloads can be resumed"),
+        ("cancel", "priority", "workload is already cancelled"),
+    ],
+)
+def test_actions_in_the_wrong_state_are_409(admin_api, first, again, message):
+    wid = admin_api.post(WORKLOADS, {"project": "vision", "name": "w"}, format="json").json()["id"]
+    assert admin_api.post(f"{WORKLOADS}{wid}/{first}/").status_code == 200
+    body = {"priority": 10} if again == "priority" else None
+    response = admin_api.post(f"{WORKLOADS}{wid}/{again}/", body, format="json")
+    assert message in assert_error(response, 409, "conflict", "status")["detail"]
 
 
 def test_in_use_deletions_are_409_saying_what_to_do(admin_api):

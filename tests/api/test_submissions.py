@@ -205,7 +205,7 @@ def test_keys_belong_to_their_user(client_as):
     alice, admin = client_as("researcher"), client_as("system_admin")
     assert alice.post(WORKLOADS, body, format="json", HTTP_IDEMPOTENCY_KEY="k").status_code == 201
     response = admin.post(WORKLOADS, body, format="json", HTTP_IDEMPOTENCY_KEY="k")
-    assert response.status_code == 400  # a fresh request for admin: the name is taken
+    assert response.status_code == 409  # a fresh request for admin: the name is taken
 
 
 def test_bulk_is_idempotent_too(researcher_api):

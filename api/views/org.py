@@ -138,7 +138,7 @@ def queue_owner_schema(**summaries: str):
     list="List the departments you can see",
     retrieve="Show a department",
     create="Create a department (system admins)",
-    partial_update="Change a department's rank, weight or description",
+    partial_update="Change a department's description, or its rank and weight (system admins)",
     destroy="Delete a department without projects (system admins)",
     members="Make a user an admin or viewer of the department (system admins)",
     remove_member="Remove a user from the department (system admins)",

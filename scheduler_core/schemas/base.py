@@ -184,6 +184,23 @@ def one_of(options: Sequence[str]) -> Any:
     ]
 
 
+def zero_or_at_least(minimum: float, unit: str) -> Any:
+    """A validator of an amount that is 0 (not asked) or at least `minimum`: a pod asking
+    1e-9 of a GPU asks for nothing it could be given."""
+
+    def check(value: float) -> float:
+        if 0 < value < minimum:
+            raise rule_error(
+                "must be 0 or at least {minimum} {unit}, got {value:g}",
+                minimum=_n(minimum),
+                unit=unit,
+                value=value,
+            )
+        return value
+
+    return AfterValidator(check)
+
+
 def _gpus_check(value: float) -> float:
     if value > 1 and not value.is_integer():
         raise rule_error(
@@ -196,7 +213,15 @@ def _gpus_check(value: float) -> float:
 
 # --- bounds: declared here once, for every surface ---------------------------------------
 
-MAX_PODS = 10_000
+MAX_PODS = 4096
+"""Pods of one workload, all its groups together: the largest gang is 512 nodes of 8 GPUs,
+one pod per GPU (a bigger one is a mistake, and every pod is a row on every node page)."""
+MIN_GPU_FRACTION = 0.01
+"""The smallest share of a GPU a pod may ask for (a hundredth of a device)."""
+MIN_CPU = 0.001
+"""The smallest CPU a pod may ask for: a millicore, as in Kubernetes."""
+MIN_MEMORY = 0.001
+"""The smallest memory a pod may ask for, in GiB (about a MiB)."""
 MAX_GPUS_PER_POD = 1024
 MAX_CPU_PER_POD = 100_000
 MAX_MEMORY_PER_POD = 1e8
@@ -215,10 +240,36 @@ MAX_QUOTA = 1e12
 MAX_LABELS = 64
 MAX_LABEL_LENGTH = 253
 
+# Scenario files and what-if runs: an upload or a run must not take the machine (a node
+# `count` or a workload's `pods` multiply what a few characters of text cost).
+MAX_SCENARIO_NODES = 10_000
+"""Nodes of a scenario after `count` expansion, what-if additions included."""
+MAX_SCENARIO_WORKLOADS = 100_000
+"""Workloads of a scenario: at time 0 and submitted by its steps, together."""
+MAX_SCENARIO_PODS = 1_000_000
+"""Pods of all those workloads together."""
+MAX_STEPS = 10_000
+"""Steps of a scenario."""
+MAX_EVENTS_PER_STEP = 10_000
+"""Events of one step."""
+MAX_SCENARIO_TIME = MAX_SECONDS
+"""The last step's time: ten years of simulated time."""
+MAX_CHANGES = 1000
+"""Entries of one kind of what-if change (quotas, weights, pools, added or removed nodes)."""
+MAX_WHATIF_WORK = 2_000_000_000
+"""Runs x steps x nodes x workloads of one what-if, the scheduling cycles' cost (about a
+microsecond each: some 30 minutes at most)."""
+
 Pods = whole(ge=1, le=MAX_PODS)
-GPUs = Annotated[number(ge=0, le=MAX_GPUS_PER_POD), AfterValidator(_gpus_check)]
-CPU = number(ge=0, le=MAX_CPU_PER_POD)
-Memory = number(ge=0, le=MAX_MEMORY_PER_POD)
+GPUs = Annotated[
+    number(ge=0, le=MAX_GPUS_PER_POD),
+    zero_or_at_least(MIN_GPU_FRACTION, "GPUs"),
+    AfterValidator(_gpus_check),
+]
+CPU = Annotated[number(ge=0, le=MAX_CPU_PER_POD), zero_or_at_least(MIN_CPU, "CPU cores")]
+Memory = Annotated[
+    number(ge=0, le=MAX_MEMORY_PER_POD), zero_or_at_least(MIN_MEMORY, "GiB of memory")
+]
 Priority = whole(ge=-PRIORITY_BOUND, le=PRIORITY_BOUND)
 Weight = number(gt=0, le=MAX_WEIGHT)
 BackoffLimit = whole(ge=0, le=MAX_BACKOFF_LIMIT)

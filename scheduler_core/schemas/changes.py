@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
 from scheduler_core.schemas.base import (
+    MAX_CHANGES,
     Amount,
     Labels,
     Name,
@@ -28,6 +29,7 @@ from scheduler_core.schemas.pools import PoolChange
 RESOURCES = ("gpus", "cpu", "memory")
 LIMITS = tuple(f"limit_{r}" for r in RESOURCES)
 MAX_ADDED_NODES = 1000
+"""Nodes one what-if run adds, all `add_nodes` entries together."""
 NODE_NAME = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 
 
@@ -134,8 +136,31 @@ class Changes(StrictModel):
             [(k,) for k in unknown],
         )
 
-    quotas: list[QuotaChange] = Field(default_factory=list)
-    weights: list[WeightChange] = Field(default_factory=list)
-    pools: list[PoolSettingsChange] = Field(default_factory=list)
-    add_nodes: list[AddNode] = Field(default_factory=list)
-    remove_nodes: list[name_of("node")] = Field(default_factory=list)
+    quotas: Annotated[list[QuotaChange], Field(max_length=MAX_CHANGES)] = Field(
+        default_factory=list
+    )
+    weights: Annotated[list[WeightChange], Field(max_length=MAX_CHANGES)] = Field(
+        default_factory=list
+    )
+    pools: Annotated[list[PoolSettingsChange], Field(max_length=MAX_CHANGES)] = Field(
+        default_factory=list
+    )
+    add_nodes: Annotated[list[AddNode], Field(max_length=MAX_CHANGES)] = Field(default_factory=list)
+    remove_nodes: Annotated[list[name_of("node")], Field(max_length=MAX_CHANGES)] = Field(
+        default_factory=list
+    )
+
+    @model_validator(mode="after")
+    def _added_nodes_bounded(self) -> Changes:
+        added = 0
+        for i, node in enumerate(self.add_nodes):
+            added += node.count or 1
+            if added > MAX_ADDED_NODES:
+                raise rule_error(
+                    "brings the added nodes to {n}; a run adds at most {most}",
+                    at=("add_nodes", i),
+                    about_key=False,
+                    n=added,
+                    most=MAX_ADDED_NODES,
+                )
+        return self

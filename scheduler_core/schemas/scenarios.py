@@ -3,13 +3,20 @@ things that exist, and the initial placements, are checked when the scenario is 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Annotated, Any
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from scheduler_core.engine.snapshot import NODE_STATES
 from scheduler_core.schemas.base import (
+    MAX_EVENTS_PER_STEP,
+    MAX_SCENARIO_NODES,
+    MAX_SCENARIO_PODS,
+    MAX_SCENARIO_TIME,
+    MAX_SCENARIO_WORKLOADS,
     MAX_SECONDS,
+    MAX_STEPS,
     Amount,
     Name,
     NodeCPU,
@@ -31,7 +38,6 @@ from scheduler_core.schemas.base import (
 from scheduler_core.schemas.pools import ScenarioConfig, ScenarioPool
 from scheduler_core.schemas.workloads import WorkloadShape
 
-MAX_NODE_COUNT = 100_000
 EVENT_TYPES = (
     "submit",
     "finish",
@@ -57,7 +63,7 @@ class ScenarioNode(StrictModel):
     """A node, or `count` alike nodes named name-1 .. name-N."""
 
     name: Name
-    count: whole(ge=1, le=MAX_NODE_COUNT) = None
+    count: whole(ge=1, le=MAX_SCENARIO_NODES) = None
     pool: Name = None
     gpus: NodeGPUs = 0
     cpu: NodeCPU = None
@@ -194,8 +200,8 @@ class Expect(StrictModel):
 class ScenarioStep(StrictModel):
     """A point in simulated time: events, then scheduling, then `expect`."""
 
-    at: number(ge=0, le=1e12)
-    events: list[ScenarioEvent] | None = None
+    at: number(ge=0, le=MAX_SCENARIO_TIME)
+    events: Annotated[list[ScenarioEvent], Field(max_length=MAX_EVENTS_PER_STEP)] | None = None
     expect: Expect | None = None
 
 
@@ -209,5 +215,49 @@ class ScenarioDocument(StrictModel):
     nodes: list[ScenarioNode] | None = None
     departments: list[ScenarioQueue] | None = None
     projects: list[ScenarioProject] | None = None
-    workloads: list[InitialWorkload] | None = None
-    steps: list[ScenarioStep] | None = None
+    workloads: Annotated[list[InitialWorkload], Field(max_length=MAX_SCENARIO_WORKLOADS)] | None = (
+        None
+    )
+    steps: Annotated[list[ScenarioStep], Field(max_length=MAX_STEPS)] | None = None
+
+    @model_validator(mode="after")
+    def _bounded_in_all(self) -> ScenarioDocument:
+        """Sizes no one entry shows: nodes after `count`, workloads and pods of the whole
+        file. The entry that passes a bound is named."""
+        nodes = 0
+        for i, node in enumerate(self.nodes or []):
+            nodes += node.count or 1
+            if nodes > MAX_SCENARIO_NODES:
+                raise rule_error(
+                    "brings the nodes to {n}; a scenario has at most {most} nodes",
+                    at=("nodes", i),
+                    about_key=False,
+                    n=nodes,
+                    most=MAX_SCENARIO_NODES,
+                )
+        pods = 0
+        for workloads, (at, workload) in enumerate(self.all_workloads(), start=1):
+            pods += workload.total_pods
+            for count, most, noun in (
+                (workloads, MAX_SCENARIO_WORKLOADS, "workloads"),
+                (pods, MAX_SCENARIO_PODS, "pods"),
+            ):
+                if count > most:
+                    raise rule_error(
+                        "brings the {noun} to {n}; a scenario has at most {most} {noun}",
+                        at=at,
+                        about_key=False,
+                        noun=noun,
+                        n=count,
+                        most=most,
+                    )
+        return self
+
+    def all_workloads(self) -> Iterator[tuple[tuple[str | int, ...], ScenarioWorkload]]:
+        """Every workload with where it is: at time 0, then submitted by the steps."""
+        for i, workload in enumerate(self.workloads or []):
+            yield ("workloads", i), workload
+        for s, step in enumerate(self.steps or []):
+            for e, event in enumerate(step.events or []):
+                if event.submit is not None:
+                    yield ("steps", s, "events", e), event.submit

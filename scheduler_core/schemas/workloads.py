@@ -10,6 +10,7 @@ from pydantic import Field, ValidatorFunctionWrapHandler, field_validator, model
 
 from scheduler_core.schemas.base import (
     CPU,
+    MAX_PODS,
     MAX_SECONDS,
     BackoffLimit,
     Duration,
@@ -32,6 +33,16 @@ from scheduler_core.schemas.kinds import KINDS, kind_defaults
 FLAT_SHAPE = ("pods", "min_pods", "gpus", "cpu", "memory")
 MAX_GROUPS = 32
 CPU_KIND = "cpu"
+
+
+def _check_asks(gpus: float | None, cpu: float | None, memory: float | None) -> None:
+    """A pod must ask for something: a pod of nothing is placed anywhere, any number of
+    times, and holds nothing back."""
+    if not (gpus or cpu or memory):
+        raise rule_error(
+            "is 0 and so are `cpu` and `memory`: a pod must ask for GPUs, CPU or memory",
+            at=("gpus",),
+        )
 
 
 def _check_gang(pods: int, min_pods: int | None) -> None:
@@ -58,6 +69,7 @@ class PodGroup(StrictModel):
     @model_validator(mode="after")
     def _gang_within_pods(self) -> PodGroup:
         _check_gang(self.pods, self.min_pods)
+        _check_asks(self.gpus, self.cpu, self.memory)
         return self
 
     @property
@@ -119,13 +131,26 @@ class WorkloadShape(StrictModel):
                     )
             if not self.groups:
                 raise rule_error("must list at least one group", at=("groups",))
+            if self.total_pods > MAX_PODS:
+                raise rule_error(
+                    "have {pods} pods in all; a workload has at most {most}",
+                    at=("groups",),
+                    pods=self.total_pods,
+                    most=MAX_PODS,
+                )
         else:
             _check_gang(self.pods or 1, self.min_pods)
+            _check_asks(self.gpus, self.cpu, self.memory)
         if self.kind == CPU_KIND and any(g.gpus for g in self.pod_groups()):
             raise rule_error(
                 "a CPU-only workload cannot ask for GPUs", at=("gpus",), about_key=False
             )
         return self
+
+    @property
+    def total_pods(self) -> int:
+        """Pods it asks for, all groups together."""
+        return sum(g.pods for g in self.groups) if self.groups else self.pods or 1
 
     def _flat(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in FLAT_SHAPE if getattr(self, k) is not None}

@@ -32,11 +32,12 @@ from scheduler_core import access
 from scheduler_core.choices import SimulationSource, SimulationStatus
 from scheduler_core.live_events.recording import group_name, send_after_commit
 from scheduler_core.models import Project, Simulation
+from scheduler_core.schemas.base import MAX_WHATIF_WORK
 from scheduler_core.services.errors import Conflict, FieldErrors
-from scheduler_core.whatif.changes import validate_changes
+from scheduler_core.whatif.changes import is_empty, validate_changes
 from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects
 from scheduler_core.whatif.export import scenario_from_live_cluster
-from scheduler_core.whatif.runner import PREVIEW_STEPS, run_whatif
+from scheduler_core.whatif.runner import PREVIEW_STEPS, STEPS_PER_RUN, run_whatif
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +108,8 @@ def simulation_create(
     normalized = validate_changes(changes, scenario=scenario)
     if source == SimulationSource.LIVE:
         _check_change_permissions(user, normalized)
+    field = "scenario_text" if source == SimulationSource.SCENARIO else "source"
+    _check_work(field, scenario, normalized, steps=STEPS_PER_RUN)
 
     simulation_fail_stale()
     with transaction.atomic():
@@ -141,6 +144,7 @@ def simulation_preview(
     scenario = scenario_from_live_cluster(name="preview")
     normalized = validate_changes(changes, scenario=scenario)
     _check_change_permissions(user, normalized)
+    _check_work("changes", scenario, normalized, steps=PREVIEW_STEPS)
     result = run_whatif(
         scenario=scenario,
         changes=normalized,
@@ -203,6 +207,30 @@ def _check_horizon(errors: FieldErrors, field: str, horizon: Any, maximum: int) 
         errors.add(field, f"must be a number of seconds, got {horizon!r}")
     elif not float(horizon).is_integer() or not MIN_HORIZON <= horizon <= maximum:
         errors.add(field, f"must be a whole number of seconds from {MIN_HORIZON} to {maximum}")
+
+
+def _check_work(
+    field: str, scenario: dict[str, Any], changes: dict[str, Any], *, steps: int
+) -> None:
+    """Refuse a run whose scheduling would cost more than MAX_WHATIF_WORK: runs (baseline,
+    and changed) x steps (the scenario's and those up to the horizon) x nodes x workloads."""
+    nodes = sum(int(n.get("count") or 1) for n in scenario.get("nodes") or [])
+    nodes += sum(int(n.get("count") or 1) for n in changes.get("add_nodes") or [])
+    timeline = scenario.get("steps") or []
+    submitted = sum(1 for step in timeline for e in step.get("events") or [] if "submit" in e)
+    workloads = len(scenario.get("workloads") or []) + submitted
+    runs = 1 if is_empty(changes) else 2
+    steps += len(timeline) + 1
+    if runs * steps * max(nodes, 1) * max(workloads, 1) > MAX_WHATIF_WORK:
+        raise ValidationError(
+            {
+                field: [
+                    f"too big to simulate: {runs} run(s) of {steps} steps over {nodes} nodes "
+                    f"and {workloads} workloads; at most {MAX_WHATIF_WORK:,} runs x steps x "
+                    "nodes x workloads (use fewer nodes or workloads)"
+                ]
+            }
+        )
 
 
 def _check_change_permissions(user, changes: dict[str, Any]) -> None:

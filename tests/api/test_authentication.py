@@ -95,7 +95,9 @@ def test_session_sign_in_works_for_the_console(cluster):
 def test_session_writes_need_the_csrf_token(cluster):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(cluster["researcher"])
-    response = client.post("/api/v1/workloads/", {"project": "vision", "name": "x"}, format="json")
+    response = client.post(
+        "/api/v1/workloads/", {"project": "vision", "name": "x", "gpus": 1}, format="json"
+    )
     assert response.status_code == 403
     assert "CSRF" in response.json()["detail"]
 

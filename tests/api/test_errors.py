@@ -57,7 +57,9 @@ def test_pod_bigger_than_any_node(admin_api):
 
 def test_unknown_pool_is_named(admin_api):
     response = admin_api.post(
-        WORKLOADS, {"project": "vision", "name": "w", "pools": ["a100", "nope"]}, format="json"
+        WORKLOADS,
+        {"project": "vision", "name": "w", "pools": ["a100", "nope"], "gpus": 1},
+        format="json",
     )
     body = assert_error(response, 400, "validation_failed", "pools[1]")
     assert body["fields"]["pools[1]"] == ["no pool named 'nope'"]
@@ -65,12 +67,14 @@ def test_unknown_pool_is_named(admin_api):
 
 def test_unknown_project_is_400_and_another_teams_project_is_403(researcher_api):
     assert_error(
-        researcher_api.post(WORKLOADS, {"project": "nope", "name": "w"}, format="json"),
+        researcher_api.post(WORKLOADS, {"project": "nope", "name": "w", "gpus": 1}, format="json"),
         400,
         "validation_failed",
         "project",
     )
-    response = researcher_api.post(WORKLOADS, {"project": "infra", "name": "w"}, format="json")
+    response = researcher_api.post(
+        WORKLOADS, {"project": "infra", "name": "w", "gpus": 1}, format="json"
+    )
     body = assert_error(response, 403, "permission_denied")
     assert "infra" in body["detail"]
     assert not Workload.objects.exists()
@@ -97,13 +101,13 @@ def test_a_list_where_an_object_belongs(admin_api):
 
 
 def test_form_bodies_are_refused(admin_api):
-    response = admin_api.post(WORKLOADS, {"project": "vision", "name": "w"})  # multipart
+    response = admin_api.post(WORKLOADS, {"project": "vision", "name": "w", "gpus": 1})  # multipart
     assert_error(response, 415, "unsupported_media_type")
 
 
 def test_unknown_fields_are_reported_with_the_other_problems(admin_api):
     response = admin_api.post(
-        WORKLOADS, {"project": "vision", "name": "w", "gpu": 1, "pods": 0}, format="json"
+        WORKLOADS, {"project": "vision", "name": "w", "gpu": 1, "pods": 0, "gpus": 1}, format="json"
     )
     body = assert_error(response, 400, "validation_failed", "gpu")
     assert "unknown field" in body["fields"]["gpu"][0]
@@ -157,7 +161,7 @@ def test_non_finite_numbers_are_400(admin_api, number):
 def test_flat_shape_and_groups_together_are_refused(admin_api):
     response = admin_api.post(
         WORKLOADS,
-        {"project": "vision", "name": "w", "gpus": 1, "groups": [{"name": "g", "pods": 1}]},
+        {"project": "vision", "name": "w", "gpus": 1, "groups": [{"name": "g", "gpus": 1}]},
         format="json",
     )
     assert_error(response, 400, "validation_failed", "gpus")
@@ -165,20 +169,24 @@ def test_flat_shape_and_groups_together_are_refused(admin_api):
 
 def test_the_same_pool_twice(admin_api):
     response = admin_api.post(
-        WORKLOADS, {"project": "vision", "name": "w", "pools": ["a100", "a100"]}, format="json"
+        WORKLOADS,
+        {"project": "vision", "name": "w", "pools": ["a100", "a100"], "gpus": 1},
+        format="json",
     )
     assert_error(response, 400, "validation_failed", "pools[1]")
 
 
 def test_min_pods_above_pods_from_the_service(admin_api):
     response = admin_api.post(
-        WORKLOADS, {"project": "vision", "name": "w", "pods": 2, "min_pods": 3}, format="json"
+        WORKLOADS,
+        {"project": "vision", "name": "w", "pods": 2, "min_pods": 3, "gpus": 1},
+        format="json",
     )
     assert_error(response, 400, "validation_failed", "min_pods")
 
 
 def test_duplicate_workload_name(admin_api):
-    body = {"project": "vision", "name": "same"}
+    body = {"project": "vision", "name": "same", "gpus": 1}
     assert admin_api.post(WORKLOADS, body, format="json").status_code == 201
     assert_error(admin_api.post(WORKLOADS, body, format="json"), 409, "conflict", "name")
 
@@ -230,7 +238,9 @@ def test_method_not_allowed_has_the_shape(admin_api):
 
 
 def test_state_errors_name_the_status(admin_api, cluster):
-    created = admin_api.post(WORKLOADS, {"project": "vision", "name": "w"}, format="json")
+    created = admin_api.post(
+        WORKLOADS, {"project": "vision", "name": "w", "gpus": 1}, format="json"
+    )
     wid = created.json()["id"]
     assert admin_api.post(f"{WORKLOADS}{wid}/cancel/").status_code == 200
     body = assert_error(admin_api.post(f"{WORKLOADS}{wid}/cancel/"), 409, "conflict", "status")
@@ -245,21 +255,26 @@ def test_state_errors_name_the_status(admin_api, cluster):
         ("/api/v1/projects/", {"department": "research", "name": "vision"}, "name"),
         ("/api/v1/pools/", {"name": "a100"}, "name"),
         ("/api/v1/nodes/", {"pool": "a100", "name": "gpu-1", "gpu_count": 8}, "name"),
-        (f"{WORKLOADS}bulk/", {"workloads": [{"project": "vision", "name": "w"}]}, None),
+        (f"{WORKLOADS}bulk/", {"workloads": [{"project": "vision", "name": "w", "gpus": 1}]}, None),
     ],
 )
 def test_names_that_exist_are_409_naming_the_field(admin_api, path, body, field):
-    assert admin_api.post(WORKLOADS, {"project": "vision", "name": "w"}, format="json")
+    assert admin_api.post(WORKLOADS, {"project": "vision", "name": "w", "gpus": 1}, format="json")
     body = assert_error(admin_api.post(path, body, format="json"), 409, "conflict", field)
     assert "already exists" in body["detail"]
 
 
 def test_bad_input_is_400_even_with_a_name_that_exists(admin_api):
     """Bad input is answered first (it names every problem, the clash too)."""
-    assert admin_api.post(WORKLOADS, {"project": "vision", "name": "w"}, format="json")
+    assert admin_api.post(WORKLOADS, {"project": "vision", "name": "w", "gpus": 1}, format="json")
     response = admin_api.post(
         f"{WORKLOADS}bulk/",
-        {"workloads": [{"project": "vision", "name": "w"}, {"project": "vision", "name": "w"}]},
+        {
+            "workloads": [
+                {"project": "vision", "name": "w", "gpus": 1},
+                {"project": "vision", "name": "w", "gpus": 1},
+            ]
+        },
         format="json",
     )
     body = assert_error(response, 400, "validation_failed", "workloads[1].name")
@@ -275,7 +290,9 @@ def test_bad_input_is_400_even_with_a_name_that_exists(admin_api):
     ],
 )
 def test_actions_in_the_wrong_state_are_409(admin_api, first, again, message):
-    wid = admin_api.post(WORKLOADS, {"project": "vision", "name": "w"}, format="json").json()["id"]
+    wid = admin_api.post(
+        WORKLOADS, {"project": "vision", "name": "w", "gpus": 1}, format="json"
+    ).json()["id"]
     assert admin_api.post(f"{WORKLOADS}{wid}/{first}/").status_code == 200
     body = {"priority": 10} if again == "priority" else None
     response = admin_api.post(f"{WORKLOADS}{wid}/{again}/", body, format="json")
@@ -294,7 +311,7 @@ def test_nested_bulk_errors_name_the_workload(admin_api):
         f"{WORKLOADS}bulk/",
         {
             "workloads": [
-                {"project": "vision", "name": "ok"},
+                {"project": "vision", "name": "ok", "gpus": 1},
                 {"project": "vision", "name": "bad", "groups": [{"name": "g", "pods": 0}]},
             ]
         },
@@ -313,7 +330,7 @@ def test_control_characters_never_reach_the_database(admin_api):
     assert admin_api.get("/api/v1/projects/a%00b/").status_code == 404
     response = admin_api.post(
         WORKLOADS,
-        {"project": "vision", "name": "w"},
+        {"project": "vision", "name": "w", "gpus": 1},
         format="json",
         HTTP_IDEMPOTENCY_KEY="k\x01",
     )

@@ -44,7 +44,7 @@ def _grow(cluster, n: int, tag: str) -> None:
         factories.running_workload(cluster["vision"], [node], gpus=1, name=f"run-{tag}-{i}")
         workload_submit(
             user=admin,
-            request=WorkloadRequest(project=cluster["vision"], name=f"wait-{tag}-{i}"),
+            request=WorkloadRequest(project=cluster["vision"], name=f"wait-{tag}-{i}", gpus=1),
         )
         token_create(user=admin, name=f"t-{tag}-{i}")
         Simulation.objects.create(

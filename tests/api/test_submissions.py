@@ -77,7 +77,9 @@ def test_everything_a_submission_can_say_comes_back(researcher_api):
 
 def test_kind_decides_defaults(researcher_api):
     body = researcher_api.post(
-        WORKLOADS, {"project": "vision", "name": "nb", "kind": "interactive"}, format="json"
+        WORKLOADS,
+        {"project": "vision", "name": "nb", "kind": "interactive", "gpus": 1},
+        format="json",
     ).json()
     assert (body["priority"], body["preemptible"]) == (100, False)
 
@@ -97,9 +99,9 @@ def test_detail_shows_pods_nodes_and_devices(cluster, researcher_api):
 
 
 def test_actions_change_what_the_user_sees(researcher_api):
-    wid = researcher_api.post(WORKLOADS, {"project": "vision", "name": "w"}, format="json").json()[
-        "id"
-    ]
+    wid = researcher_api.post(
+        WORKLOADS, {"project": "vision", "name": "w", "gpus": 1}, format="json"
+    ).json()["id"]
     assert researcher_api.post(f"{WORKLOADS}{wid}/suspend/").json()["status"] == "suspended"
     assert researcher_api.post(f"{WORKLOADS}{wid}/resume/").json()["status"] == "pending"
     body = researcher_api.post(f"{WORKLOADS}{wid}/priority/", {"priority": 90}, format="json")
@@ -132,13 +134,16 @@ def test_bulk_creates_all(researcher_api):
 @pytest.mark.parametrize(
     ("bad", "field"),
     [
-        ({"project": "vision", "name": "sweep-0"}, "workloads[2].name"),  # twice in the request
+        (
+            {"project": "vision", "name": "sweep-0", "gpus": 1},
+            "workloads[2].name",
+        ),  # twice in the request
         ({"project": "vision", "name": "x", "gpus": 64}, "workloads[2].gpus"),  # fits no node
-        ({"project": "vision", "name": "x", "pools": ["nope"]}, "workloads[2].pools[0]"),
+        ({"project": "vision", "name": "x", "pools": ["nope"], "gpus": 1}, "workloads[2].pools[0]"),
     ],
 )
 def test_bulk_is_all_or_nothing(researcher_api, bad, field):
-    good = [{"project": "vision", "name": f"sweep-{i}"} for i in range(2)]
+    good = [{"project": "vision", "name": f"sweep-{i}", "gpus": 1} for i in range(2)]
     response = researcher_api.post(f"{WORKLOADS}bulk/", {"workloads": [*good, bad]}, format="json")
     assert response.status_code == 400, response.json()
     assert field in response.json()["fields"]
@@ -148,7 +153,12 @@ def test_bulk_is_all_or_nothing(researcher_api, bad, field):
 def test_bulk_into_a_forbidden_project_creates_nothing(researcher_api):
     response = researcher_api.post(
         f"{WORKLOADS}bulk/",
-        {"workloads": [{"project": "vision", "name": "a"}, {"project": "infra", "name": "b"}]},
+        {
+            "workloads": [
+                {"project": "vision", "name": "a", "gpus": 1},
+                {"project": "infra", "name": "b", "gpus": 1},
+            ]
+        },
         format="json",
     )
     assert response.status_code == 403
@@ -176,10 +186,16 @@ def test_a_retried_submission_is_replayed_not_duplicated(researcher_api):
 
 def test_the_same_key_with_another_body_is_409(researcher_api):
     researcher_api.post(
-        WORKLOADS, {"project": "vision", "name": "a"}, format="json", HTTP_IDEMPOTENCY_KEY="k"
+        WORKLOADS,
+        {"project": "vision", "name": "a", "gpus": 1},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="k",
     )
     response = researcher_api.post(
-        WORKLOADS, {"project": "vision", "name": "b"}, format="json", HTTP_IDEMPOTENCY_KEY="k"
+        WORKLOADS,
+        {"project": "vision", "name": "b", "gpus": 1},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="k",
     )
     assert response.status_code == 409
     assert response.json()["error"] == "conflict"
@@ -201,7 +217,7 @@ def test_a_failed_submission_can_be_retried_with_its_key(researcher_api):
 
 
 def test_keys_belong_to_their_user(client_as):
-    body = {"project": "vision", "name": "w"}
+    body = {"project": "vision", "name": "w", "gpus": 1}
     alice, admin = client_as("researcher"), client_as("system_admin")
     assert alice.post(WORKLOADS, body, format="json", HTTP_IDEMPOTENCY_KEY="k").status_code == 201
     response = admin.post(WORKLOADS, body, format="json", HTTP_IDEMPOTENCY_KEY="k")
@@ -209,7 +225,7 @@ def test_keys_belong_to_their_user(client_as):
 
 
 def test_bulk_is_idempotent_too(researcher_api):
-    body = {"workloads": [{"project": "vision", "name": f"s-{i}"} for i in range(3)]}
+    body = {"workloads": [{"project": "vision", "name": f"s-{i}", "gpus": 1} for i in range(3)]}
     first = researcher_api.post(f"{WORKLOADS}bulk/", body, format="json", HTTP_IDEMPOTENCY_KEY="b")
     again = researcher_api.post(f"{WORKLOADS}bulk/", body, format="json", HTTP_IDEMPOTENCY_KEY="b")
     assert first.json() == again.json()
@@ -219,7 +235,7 @@ def test_bulk_is_idempotent_too(researcher_api):
 def test_an_overlong_key_is_400(researcher_api):
     response = researcher_api.post(
         WORKLOADS,
-        {"project": "vision", "name": "w"},
+        {"project": "vision", "name": "w", "gpus": 1},
         format="json",
         HTTP_IDEMPOTENCY_KEY="k" * 300,
     )
@@ -246,9 +262,11 @@ def test_submissions_are_rate_limited_per_token(cluster, token_client, tiny_rate
         token_client(cluster["researcher"]),
     )
     for i in range(2):
-        body = {"project": "vision", "name": f"w-{i}"}
+        body = {"project": "vision", "name": f"w-{i}", "gpus": 1}
         assert first_token.post(WORKLOADS, body, format="json").status_code == 201
-    response = first_token.post(WORKLOADS, {"project": "vision", "name": "w-9"}, format="json")
+    response = first_token.post(
+        WORKLOADS, {"project": "vision", "name": "w-9", "gpus": 1}, format="json"
+    )
     assert response.status_code == 429
     body = response.json()
     assert body["error"] == "throttled"
@@ -256,6 +274,8 @@ def test_submissions_are_rate_limited_per_token(cluster, token_client, tiny_rate
     assert int(response["Retry-After"]) == body["retry_after"]
     # reads are not limited, and another token has its own budget
     assert first_token.get(WORKLOADS).status_code == 200
-    other = second_token.post(WORKLOADS, {"project": "vision", "name": "w-8"}, format="json")
+    other = second_token.post(
+        WORKLOADS, {"project": "vision", "name": "w-8", "gpus": 1}, format="json"
+    )
     assert other.status_code == 201
     assert not Workload.objects.filter(name="w-9").exists()

@@ -18,9 +18,9 @@ nodes: [{name: n1, gpus: 8}, {name: rack, count: 2, gpus: 4}]
 departments: [{name: org, quota: {default: {gpus: 8}}}]
 projects: [{name: p, department: org}]
 workloads:
-  - {name: w1, project: p}
-  - {name: w2, project: p}
-  - {name: w3, project: p}
+  - {name: w1, project: p, cpu: 1}
+  - {name: w2, project: p, cpu: 1}
+  - {name: w3, project: p, cpu: 1}
   - {name: w4, project: p, gpus: 1}
 steps:
   - at: 0
@@ -43,12 +43,12 @@ def _error(text: str) -> str:
         ),
         (
             "{name: w4, project: p, gpus: 1}",
-            "{name: w4, project: q}",
+            "{name: w4, project: q, cpu: 1}",
             "scenario.yaml: workloads[3] (name 'w4'): 'project' names unknown project 'q'",
         ),
         (
             "{name: w4, project: p, gpus: 1}",
-            "{name: w1, project: p}",
+            "{name: w1, project: p, cpu: 1}",
             "scenario.yaml: workloads[3] (name 'w1'): duplicate workload name 'w1'",
         ),
         (
@@ -58,12 +58,12 @@ def _error(text: str) -> str:
         ),
         (
             "{name: w4, project: p, gpus: 1}",
-            "{name: w4, project: p, pools: [h100]}",
+            "{name: w4, project: p, pools: [h100], cpu: 1}",
             "'pools' names unknown pool 'h100'",
         ),
         (
             "{name: w4, project: p, gpus: 1}",
-            "{name: w4, project: p, running_on: [n9]}",
+            "{name: w4, project: p, running_on: [n9], cpu: 1}",
             "'running_on' names unknown node 'n9'",
         ),
         (
@@ -73,7 +73,7 @@ def _error(text: str) -> str:
         ),
         (
             "{name: w4, project: p, gpus: 1}",
-            "{name: w4, project: p, pods: 2, min_pods: 3}",
+            "{name: w4, project: p, pods: 2, min_pods: 3, cpu: 1}",
             "'min_pods' (3) must not exceed 'pods' (2)",
         ),
         (
@@ -83,7 +83,7 @@ def _error(text: str) -> str:
         ),
         (
             "{name: w4, project: p, gpus: 1}",
-            "{name: w4, project: p, kind: batch}",
+            "{name: w4, project: p, kind: batch, cpu: 1}",
             "'kind' must be one of training, interactive, inference, cpu, got 'batch'",
         ),
         (
@@ -156,9 +156,9 @@ nodes: [{name: n, pool: b, gpus: 1}]
 departments: [{name: d}]
 projects: [{name: p, department: d}]
 workloads:
-  - {name: nb, project: p, kind: interactive}
-  - {name: inf, project: p, kind: inference}
-  - {name: urgent, project: p, priority: 100}
+  - {name: nb, project: p, kind: interactive, cpu: 1}
+  - {name: inf, project: p, kind: inference, cpu: 1}
+  - {name: urgent, project: p, priority: 100, cpu: 1}
 """,
         source="s.yaml",
     )
@@ -188,3 +188,46 @@ def test_command_exits_2_without_a_traceback(tmp_path: Path) -> None:
     )
     missing = _run(str(tmp_path / "nope.yaml"), "--json")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "{name: rack, count: 2, gpus: 4}",
+            "{name: rack, count: 4000000, gpus: 4}",
+            "nodes[1] (name 'rack'): 'count' must be at most 10000, got 4000000",
+        ),
+        (
+            "{name: rack, count: 2, gpus: 4}",
+            "{name: rack, count: 9000, gpus: 4}, {name: more, count: 1000, gpus: 4}",
+            "nodes[2] (name 'more'): brings the nodes to 10001; a scenario has at most 10000 nodes",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: p, gpus: 0.000000001}",
+            "workloads[3] (name 'w4'): 'gpus' must be 0 or at least 0.01 GPUs, got 1e-09",
+        ),
+        (
+            "{name: w4, project: p, gpus: 1}",
+            "{name: w4, project: p, pods: 100, gpus: 0}",
+            "workloads[3] (name 'w4'): 'gpus' is 0 and so are 'cpu' and 'memory'",
+        ),
+    ],
+)
+def test_sizes_are_bounded(old: str, new: str, message: str) -> None:
+    assert old in BASE
+    assert message in _error(BASE.replace(old, new, 1))
+
+
+def test_pods_and_steps_are_bounded_in_all() -> None:
+    many = "".join(
+        f"      - submit: {{name: s{i}, project: p, pods: 4096, cpu: 1}}\n" for i in range(245)
+    )
+    text = BASE.replace("  - at: 0\n", f"  - at: 0\n    events:\n{many}")
+    assert (
+        "steps[0] (at 0) events[244] (submit): brings the pods to 1003524; a scenario has at "
+        "most 1000000 pods" in _error(text)
+    )
+    steps = "".join(f"  - at: {i}\n" for i in range(10_001))
+    assert "'steps' must list at most 10000" in _error(BASE.replace("  - at: 0\n", steps))

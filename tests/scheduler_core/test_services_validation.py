@@ -247,7 +247,7 @@ def test_bulk_submit_is_all_or_nothing(cluster):
 
 
 def test_workload_actions(cluster):
-    job = submit(cluster)
+    job = submit(cluster, gpus=1)
     with pytest.raises(PermissionDenied):
         workload_cancel(user=cluster["nlp_researcher"], workload=job)
     job = workload_set_priority(user=cluster["researcher"], workload=job, priority=80)

@@ -84,6 +84,13 @@ def test_every_kind_of_change_is_applied_to_a_copy():
             "already exists",
         ),
         ({"remove_nodes": [7]}, "changes.remove_nodes[0]", "node name"),
+        (
+            {"add_nodes": [{"name": f"x{i}", "pool": "a100", "gpus": 8, "count": 600}
+                           for i in range(2)]},
+            "changes.add_nodes[1]",
+            "brings the added nodes to 1200; a run adds at most 1000",
+        ),
+        ({"remove_nodes": ["gpu-1"] * 1001}, "changes.remove_nodes", "at most 1000"),
     ],
 )  # fmt: skip
 def test_bad_changes_are_refused_with_the_field_and_the_reason(changes, field, words):

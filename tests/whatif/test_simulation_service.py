@@ -248,6 +248,20 @@ def test_department_admins_only_try_what_they_could_change(cluster):
     assert "only system admins" in errors["changes.add_nodes"][0]
 
 
+def test_a_run_too_big_to_simulate_is_refused_before_it_is_queued(cluster):
+    """10,000 nodes and 5,000 workloads over some 60 steps would schedule for hours."""
+    workloads = "".join(f"  - {{name: w{i}, project: p, gpus: 1}}\n" for i in range(5000))
+    text = (
+        "pools: [{name: a}]\nnodes: [{name: n, count: 10000, pool: a, gpus: 8}]\n"
+        "departments: [{name: d}]\nprojects: [{name: p, department: d}]\n"
+        f"workloads:\n{workloads}"
+    )
+    with pytest.raises(ValidationError) as caught:
+        simulation_create(user=cluster["admin"], name="huge", source="scenario", scenario_text=text)
+    assert "too big to simulate" in caught.value.message_dict["scenario_text"][0]
+    assert not Simulation.objects.exists()
+
+
 def test_runs_are_listed_to_their_creator_and_system_admins(cluster):
     mine = simulation_create(user=cluster["dept_admin"], name="mine", source="live")
     other_admin = simulation_create(user=cluster["admin"], name="admin's", source="live")

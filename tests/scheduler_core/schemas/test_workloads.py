@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler_core.schemas.base import MAX_PODS
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.schemas.kinds import kind_defaults
 from scheduler_core.schemas.workloads import WorkloadSubmission
@@ -20,7 +21,17 @@ def problems_of(data: dict) -> dict[str, list[str]]:
     ("data", "field", "words"),
     [
         ({"pods": 0}, "pods", "at least 1"),
-        ({"pods": 10_001}, "pods", "at most 10000"),
+        ({"pods": MAX_PODS + 1, "gpus": 1}, "pods", f"at most {MAX_PODS}"),
+        (
+            {"groups": [{"pods": MAX_PODS, "gpus": 1}, {"pods": 1, "cpu": 1}]},
+            "groups",
+            f"have {MAX_PODS + 1} pods in all; a workload has at most {MAX_PODS}",
+        ),
+        ({"gpus": 1e-9}, "gpus", "must be 0 or at least 0.01 GPUs, got 1e-09"),
+        ({"cpu": 1e-9}, "cpu", "must be 0 or at least 0.001 CPU cores"),
+        ({"pods": 10}, "gpus", "a pod must ask for GPUs, CPU or memory"),
+        ({"pods": 10, "gpus": 0}, "gpus", "a pod must ask for GPUs, CPU or memory"),
+        ({"groups": [{"gpus": 1}, {"pods": 2}]}, "groups[1].gpus", "must ask for GPUs"),
         ({"gpus": -1}, "gpus", "0 or more"),
         ({"gpus": 1025}, "gpus", "at most 1024"),
         ({"gpus": 1.5}, "gpus", "a fraction below 1"),
@@ -32,7 +43,7 @@ def problems_of(data: dict) -> dict[str, list[str]]:
         ({"groups": [{"pods": 1, "min_pods": 2}]}, "groups[0].min_pods", "must not exceed"),
         ({"groups": []}, "groups", "at least one group"),
         ({"kind": "cpu", "gpus": 1}, "gpus", "CPU-only"),
-        ({"gpus": 1, "groups": [{"pods": 1}]}, "gpus", "not both"),
+        ({"gpus": 1, "groups": [{"pods": 1, "gpus": 1}]}, "gpus", "not both"),
     ],
 )
 def test_bounds_and_rules_name_the_field(data, field, words):
@@ -60,7 +71,7 @@ def test_values_are_never_coerced(field, value):
 
 
 def test_a_whole_number_may_be_written_with_a_fraction_of_zero():
-    assert validate(WorkloadSubmission, {"pods": 2.0}).pods == 2
+    assert validate(WorkloadSubmission, {"pods": 2.0, "gpus": 1}).pods == 2
 
 
 @pytest.mark.parametrize(
@@ -88,7 +99,10 @@ def test_every_problem_is_reported_at_once():
 def test_groups_are_named_and_gangs_stated():
     flat = validate(WorkloadSubmission, {"pods": 4, "gpus": 1})
     assert [(g.name, g.pods, g.min_pods) for g in flat.pod_groups()] == [("main", 4, 4)]
-    multi = validate(WorkloadSubmission, {"groups": [{"pods": 2, "min_pods": 1}, {"pods": 1}]})
+    multi = validate(
+        WorkloadSubmission,
+        {"groups": [{"pods": 2, "min_pods": 1, "gpus": 1}, {"pods": 1, "cpu": 1}]},
+    )
     assert [(g.name, g.min_pods) for g in multi.pod_groups()] == [("group-1", 1), ("group-2", 1)]
 
 

@@ -87,6 +87,7 @@ class WorkloadFilter(django_filters.FilterSet):
     )
     name = TextFilter(field_name="name", lookup_expr="icontains", help_text="Part of the name.")
     pool = TextFilter(method="filter_pool", help_text="Pool name: workloads that may run in it.")
+    node = TextFilter(method="filter_node", help_text="Node name: workloads with a pod on it.")
     submitted_after = UtcDateTimeFilter(
         field_name="submitted_at", lookup_expr="gte", help_text="Submitted at or after."
     )
@@ -97,6 +98,9 @@ class WorkloadFilter(django_filters.FilterSet):
     class Meta:
         model = Workload
         fields: list[str] = []
+
+    def filter_node(self, queryset, name, value):
+        return queryset.filter(allocations__node__name=value).distinct()
 
     def filter_pool(self, queryset, name, value):
         return queryset.filter(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -148,6 +151,11 @@ class NodePodSerializer(serializers.Serializer):
     )
 
 
+MAX_NODE_PODS = 100
+"""Pods a node shows inline; the rest are found through its workloads
+(GET /workloads/?node=<name>), which are paginated."""
+
+
 class NodeSerializer(serializers.Serializer):
     """A machine with GPUs in a pool, and what runs on it."""
 
@@ -176,7 +184,14 @@ class NodeSerializer(serializers.Serializer):
         help_text="GPUs held by pods (a shared device counts its fractions)."
     )
     pods = serializers.SerializerMethodField(
+        help_text=f"Pods on the node, of the workloads you can see: the first {MAX_NODE_PODS} "
+        "(pod_count says how many there are; workloads_url lists their workloads)."
+    )
+    pod_count = serializers.SerializerMethodField(
         help_text="Pods on the node, of the workloads you can see."
+    )
+    workloads_url = serializers.SerializerMethodField(
+        help_text="The workloads with a pod on the node (paginated)."
     )
 
     @extend_schema_field(OpenApiTypes.DOUBLE)
@@ -185,15 +200,23 @@ class NodeSerializer(serializers.Serializer):
             sum(len(a.gpu_devices or []) * a.gpu_fraction for a in node.prefetched_allocations), 3
         )
 
-    @extend_schema_field(NodePodSerializer(many=True))
-    def get_pods(self, node) -> list[dict]:
+    def _visible_pods(self, node) -> list:
         visible = self.context.get("visible_project_ids")
-        pods = [
+        return [
             a
             for a in node.prefetched_allocations
             if visible is None or a.workload.project_id in visible
         ]
-        return NodePodSerializer(pods, many=True).data
+
+    @extend_schema_field(NodePodSerializer(many=True))
+    def get_pods(self, node) -> list[dict]:
+        return NodePodSerializer(self._visible_pods(node)[:MAX_NODE_PODS], many=True).data
+
+    def get_pod_count(self, node) -> int:
+        return len(self._visible_pods(node))
+
+    def get_workloads_url(self, node) -> str:
+        return f"{reverse('api:workload-list')}?{urlencode({'node': node.name})}"
 
 
 class NodeCreateSerializer(StrictInputSerializer):

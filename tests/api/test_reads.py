@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from api.serializers.cluster import MAX_NODE_PODS
 from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.models import QueueState
@@ -116,6 +117,23 @@ def test_nodes_show_pods_only_of_visible_projects(cluster, client_as):
     assert [p["workload"] for p in node["pods"]] == ["mine"]
     admin_view = client_as("system_admin").get("/api/v1/nodes/gpu-1/").json()
     assert {p["workload"] for p in admin_view["pods"]} == {"mine", "theirs"}
+
+
+def test_a_node_shows_its_first_pods_and_links_to_all_of_its_workloads(cluster, client_as):
+    """A node full of tiny pods does not make every node page huge: it shows the first
+    MAX_NODE_PODS, how many there are, and where to page through their workloads."""
+    gpu1 = cluster["nodes"][0]
+    factories.running_workload(cluster["vision"], [gpu1] * 150, cpu=1, name="many")
+    factories.running_workload(cluster["nlp"], [gpu1], cpu=1, name="one")
+    factories.running_workload(cluster["vision"], [cluster["nodes"][1]], cpu=1, name="elsewhere")
+    api = client_as("researcher")
+    node = api.get("/api/v1/nodes/gpu-1/").json()
+    assert (len(node["pods"]), node["pod_count"]) == (MAX_NODE_PODS, 150)
+    assert node["workloads_url"] == "/api/v1/workloads/?node=gpu-1"
+    listed = api.get(node["workloads_url"]).json()["results"]
+    assert [w["name"] for w in listed] == ["many"]
+    everyone = client_as("system_admin").get(node["workloads_url"]).json()["results"]
+    assert {w["name"] for w in everyone} == {"many", "one"}
 
 
 def test_drain_requeues_and_cordon_is_visible(cluster, admin_api):

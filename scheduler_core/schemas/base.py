@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any
 
 from pydantic import (
@@ -199,6 +199,26 @@ def zero_or_at_least(minimum: float, unit: str) -> Any:
         return value
 
     return AfterValidator(check)
+
+
+def check_running_total(
+    sizes: Iterable[tuple[Sequence[str | int], int]], *, most: int, noun: str, whole: str
+) -> None:
+    """Refuse the entry at which the sizes (where, size) add up past `most`: a bound no one
+    entry shows (nodes after `count`, pods of a whole file); the entry is named."""
+    total = 0
+    for at, size in sizes:
+        total += size
+        if total > most:
+            raise rule_error(
+                "brings the {noun} to {n}; {whole} has at most {most} {noun}",
+                at=at,
+                about_key=False,
+                noun=noun,
+                n=total,
+                whole=whole,
+                most=most,
+            )
 
 
 def _gpus_check(value: float) -> float:

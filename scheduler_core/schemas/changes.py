@@ -18,6 +18,7 @@ from scheduler_core.schemas.base import (
     QueueWeight,
     Rank,
     StrictModel,
+    check_running_total,
     counted_names,
     name_of,
     rule_error,
@@ -152,15 +153,10 @@ class Changes(StrictModel):
 
     @model_validator(mode="after")
     def _added_nodes_bounded(self) -> Changes:
-        added = 0
-        for i, node in enumerate(self.add_nodes):
-            added += node.count or 1
-            if added > MAX_ADDED_NODES:
-                raise rule_error(
-                    "brings the added nodes to {n}; a run adds at most {most}",
-                    at=("add_nodes", i),
-                    about_key=False,
-                    n=added,
-                    most=MAX_ADDED_NODES,
-                )
+        check_running_total(
+            ((("add_nodes", i), node.count or 1) for i, node in enumerate(self.add_nodes)),
+            most=MAX_ADDED_NODES,
+            noun="added nodes",
+            whole="a what-if run",
+        )
         return self

@@ -29,6 +29,7 @@ from scheduler_core.schemas.base import (
     StrictModel,
     Time,
     Weight,
+    check_running_total,
     number,
     one_of,
     rule_error,
@@ -224,33 +225,15 @@ class ScenarioDocument(StrictModel):
     def _bounded_in_all(self) -> ScenarioDocument:
         """Sizes no one entry shows: nodes after `count`, workloads and pods of the whole
         file. The entry that passes a bound is named."""
-        nodes = 0
-        for i, node in enumerate(self.nodes or []):
-            nodes += node.count or 1
-            if nodes > MAX_SCENARIO_NODES:
-                raise rule_error(
-                    "brings the nodes to {n}; a scenario has at most {most} nodes",
-                    at=("nodes", i),
-                    about_key=False,
-                    n=nodes,
-                    most=MAX_SCENARIO_NODES,
-                )
-        pods = 0
-        for workloads, (at, workload) in enumerate(self.all_workloads(), start=1):
-            pods += workload.total_pods
-            for count, most, noun in (
-                (workloads, MAX_SCENARIO_WORKLOADS, "workloads"),
-                (pods, MAX_SCENARIO_PODS, "pods"),
-            ):
-                if count > most:
-                    raise rule_error(
-                        "brings the {noun} to {n}; a scenario has at most {most} {noun}",
-                        at=at,
-                        about_key=False,
-                        noun=noun,
-                        n=count,
-                        most=most,
-                    )
+        nodes = [(("nodes", i), node.count or 1) for i, node in enumerate(self.nodes or [])]
+        workloads = list(self.all_workloads())
+        pods = [(at, workload.total_pods) for at, workload in workloads]
+        for sizes, most, noun in (
+            (nodes, MAX_SCENARIO_NODES, "nodes"),
+            ([(at, 1) for at, _ in workloads], MAX_SCENARIO_WORKLOADS, "workloads"),
+            (pods, MAX_SCENARIO_PODS, "pods"),
+        ):
+            check_running_total(sizes, most=most, noun=noun, whole="a scenario")
         return self
 
     def all_workloads(self) -> Iterator[tuple[tuple[str | int, ...], ScenarioWorkload]]:

@@ -88,7 +88,7 @@ def test_every_kind_of_change_is_applied_to_a_copy():
             {"add_nodes": [{"name": f"x{i}", "pool": "a100", "gpus": 8, "count": 600}
                            for i in range(2)]},
             "changes.add_nodes[1]",
-            "brings the added nodes to 1200; a run adds at most 1000",
+            "brings the added nodes to 1200; a what-if run has at most 1000 added nodes",
         ),
         ({"remove_nodes": ["gpu-1"] * 1001}, "changes.remove_nodes", "at most 1000"),
     ],

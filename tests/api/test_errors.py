@@ -217,10 +217,27 @@ def test_bad_event_query_parameters_are_400(admin_api, query):
         "/api/v1/projects/nope/",
         "/api/v1/nowhere/",
         "/api/v2/workloads/",
+        "/api/v1/work%0Aloads/",
+        "/api/v1/workloads/%0A",
+        "/api/%0A",
     ],
 )
 def test_unknown_resources_and_routes_are_json_404(admin_api, path):
     assert_error(admin_api.get(path), 404, "not_found")
+
+
+@pytest.mark.parametrize(
+    ("path", "parameter"),
+    [
+        ("/api/v1/events/?until=", "until"),
+        ("/api/v1/workloads/?project=", "project"),
+        ("/api/v1/nodes/?state=", "state"),
+        ("/api/v1/quotas/?pool=", "pool"),
+    ],
+)
+def test_a_parameter_sent_empty_is_400_naming_it(admin_api, path, parameter):
+    body = assert_error(admin_api.get(path), 400, "validation_failed", parameter)
+    assert "must not be empty" in body["fields"][parameter][0]
 
 
 def test_method_not_allowed_has_the_shape(admin_api):

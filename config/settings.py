@@ -311,3 +311,7 @@ PENDING_REASON_REFRESH_ROWS = int(os.environ.get("PENDING_REASON_REFRESH_ROWS", 
 # /metrics is open by default, like most Prometheus targets; set to require a signed-in
 # user or an API token.
 METRICS_REQUIRE_AUTH = env_bool("METRICS_REQUIRE_AUTH", False)
+
+# --- security (appended block: request bodies, /metrics, sign-in attempts) ---------------
+# Request bodies are JSON only; one nested too deeply to handle is a 400 (api.parsers).
+REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["api.parsers.JSONParser"]

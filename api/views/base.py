@@ -7,7 +7,6 @@ from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import DataError
 from rest_framework import viewsets
 from rest_framework.exceptions import NotFound
-from rest_framework.parsers import JSONParser
 from rest_framework.views import APIView
 
 from api.exceptions import exception_handler
@@ -16,9 +15,9 @@ from api.schema import FairwayAutoSchema
 
 
 class ApiViewMixin:
-    """JSON bodies only, the Fairway error shape, and the Fairway schema generator."""
+    """JSON bodies only (REST_FRAMEWORK's DEFAULT_PARSER_CLASSES: api.parsers), the Fairway
+    error shape, and the Fairway schema generator."""
 
-    parser_classes = [JSONParser]
     schema = FairwayAutoSchema()
 
     def get_exception_handler(self):

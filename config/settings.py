@@ -312,6 +312,10 @@ PENDING_REASON_REFRESH_ROWS = int(os.environ.get("PENDING_REASON_REFRESH_ROWS", 
 # user or an API token.
 METRICS_REQUIRE_AUTH = env_bool("METRICS_REQUIRE_AUTH", False)
 
-# --- security (appended block: request bodies, /metrics, sign-in attempts) ---------------
+# --- metrics, sign-in attempts, request bodies (the security block, appended) -------------
 # Request bodies are JSON only; one nested too deeply to handle is a 400 (api.parsers).
 REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["api.parsers.JSONParser"]
+# /metrics names every department and project: system admins read it (session or API
+# token), and so does a scraper sending this token as `Authorization: Bearer <token>`
+# (empty: no scrape token; api.metrics).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")

@@ -319,3 +319,9 @@ REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["api.parsers.JSONParser"]
 # token), and so does a scraper sending this token as `Authorization: Bearer <token>`
 # (empty: no scrape token; api.metrics).
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# Failed sign-ins (API Basic auth, console and admin login) allowed per username and per
+# client address in each window of SIGN_IN_FAILURE_WINDOW seconds; past either limit the
+# answer is 429 with Retry-After until the window ends (scheduler_core.sign_in_attempts).
+SIGN_IN_FAILURES_PER_USERNAME = int(os.environ.get("SIGN_IN_FAILURES_PER_USERNAME", "10"))
+SIGN_IN_FAILURES_PER_ADDRESS = int(os.environ.get("SIGN_IN_FAILURES_PER_ADDRESS", "50"))
+SIGN_IN_FAILURE_WINDOW = float(os.environ.get("SIGN_IN_FAILURE_WINDOW", "900"))

@@ -23,6 +23,10 @@ see the project; `simulation-<id>` its creator and system admins. Whatever the g
 about a project the user cannot see is never forwarded. The user's visible projects are cached
 per connection and refreshed on every subscribe, every ACCESS_TTL seconds, and at once when
 their memberships change (`access.changed` on the group `user-<id>`).
+
+A browser's connection lives as long as its session signs the user in: it is closed with
+4401 as soon as that session signs out (`session.ended` on `user-<id>`), and at the next
+refresh once the session has expired or was ended otherwise (a password change).
 """
 
 from __future__ import annotations
@@ -35,11 +39,14 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.contrib.auth import get_user_model
+from django.conf import settings
+from django.contrib.auth import get_user, get_user_model
+from django.http import HttpRequest
+from django.utils.module_loading import import_string
 
 from scheduler_core import access
 from scheduler_core.live_events import watched_groups
-from scheduler_core.live_events.recording import CLUSTER_GROUP, user_group
+from scheduler_core.live_events.recording import CLUSTER_GROUP, session_digest, user_group
 from scheduler_core.models import NodePool, Project, Workload
 from scheduler_core.selectors.simulations import simulations_visible_to
 
@@ -82,12 +89,24 @@ class AccessSnapshot:
         return project_id is None or self.project_ids is None or project_id in self.project_ids
 
 
-def load_access(user_id: int) -> AccessSnapshot | None:
-    """Reload the user and the projects they may see; None when they may not sign in now."""
-    user = get_user_model().objects.filter(pk=user_id).first()
-    if not access.is_authenticated(user):
+def load_access(user_id: int, session_key: str | None = None) -> AccessSnapshot | None:
+    """Reload the user and the projects they may see; None when they may not sign in now,
+    or (given the browser's session) when that session no longer signs them in."""
+    if session_key is None:
+        user = get_user_model().objects.filter(pk=user_id).first()
+    else:
+        user = session_user(session_key)
+    if not access.is_authenticated(user) or user.pk != user_id:
         return None
     return AccessSnapshot(user=user, project_ids=access.visible_project_ids(user))
+
+
+def session_user(session_key: str):
+    """Whom a session signs in now, as Django checks it for a request (expiry, the
+    password's hash, an active user); AnonymousUser when nobody."""
+    request = HttpRequest()
+    request.session = import_string(f"{settings.SESSION_ENGINE}.SessionStore")(session_key)
+    return get_user(request)
 
 
 def authorize_groups(snapshot: AccessSnapshot, names: list[str]) -> tuple[list[str], list[str]]:
@@ -130,11 +149,14 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.subscriptions: set[str] = set()
         self.snapshot: AccessSnapshot | None = None
         self.personal_group: str | None = None
+        # The browser's session (AuthMiddlewareStack puts it in every real connection's
+        # scope); a scope built without one (a test's) is trusted for its user alone.
+        self.session_key: str | None = getattr(self.scope.get("session"), "session_key", None)
         await self.accept()
         user = self.scope.get("user")
         user_id = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
         if user_id is not None:
-            self.snapshot = await database_sync_to_async(load_access)(user_id)
+            self.snapshot = await self._load_access(user_id)
         if self.snapshot is None:
             await self.close(code=UNAUTHENTICATED)
             return
@@ -226,7 +248,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             return
         if not force and time.monotonic() - self.snapshot.loaded_at < ACCESS_TTL:
             return
-        self.snapshot = await database_sync_to_async(load_access)(self.snapshot.user.pk)
+        self.snapshot = await self._load_access(self.snapshot.user.pk)
         if self.snapshot is None:
             await self.close(code=UNAUTHENTICATED)
             return
@@ -261,6 +283,15 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             {"type": "simulation.progress", "group": group, "simulation": message["simulation"]}
         )
 
+    async def _load_access(self, user_id: int) -> AccessSnapshot | None:
+        return await database_sync_to_async(load_access)(user_id, self.session_key)
+
     async def access_changed(self, message: dict[str, Any]) -> None:
         """The user's memberships changed: reload what they may see right away."""
         await self.refresh_access(force=True)
+
+    async def session_ended(self, message: dict[str, Any]) -> None:
+        """A session of the user signed out: close if it is this connection's."""
+        if self.session_key and message.get("session") == session_digest(self.session_key):
+            self.snapshot = None
+            await self.close(code=UNAUTHENTICATED)

@@ -6,16 +6,20 @@ groups `cluster`, `pool-<id>`, `project-<id>` and `workload-<id>` as
 {"type": "scheduling.events", "group": <group>, "events": [<payload>, ...]} (one message per
 group per commit; a workload's group only while someone listens). A change of someone's
 memberships sends {"type": "access.changed"} to their group `user-<id>`, so that open
-websockets re-check what that user may see (console.consumers).
+websockets re-check what that user may see, and signing out sends {"type":
+"session.ended", "session": <digest of the session key>} there, so that the websockets of
+that browser session close (console.consumers).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
+from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
@@ -242,3 +246,18 @@ def _membership_changed(sender, instance, **kwargs) -> None:
     """Tell the member's open websockets to re-check what they may see."""
     if instance.user_id:
         send_after_commit([(user_group(instance.user_id), {"type": "access.changed"})])
+
+
+def session_digest(session_key: str) -> str:
+    """Names a browser session in channel messages without sending its key around."""
+    return hashlib.sha256(session_key.encode()).hexdigest()
+
+
+@receiver(user_logged_out, dispatch_uid="events-session-ended")
+def _signed_out(sender, request, user, **kwargs) -> None:
+    """Close the websockets of the browser session that signs out (sent at once: the
+    session is flushed right after this signal)."""
+    session_key = getattr(getattr(request, "session", None), "session_key", None)
+    if user is not None and session_key:
+        message = {"type": "session.ended", "session": session_digest(session_key)}
+        send_after_commit([(user_group(user.pk), message)])

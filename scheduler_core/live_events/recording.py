@@ -30,6 +30,7 @@ from scheduler_core.db.locked_workload import LockedWorkload
 from scheduler_core.live_events import publisher as event_publisher
 from scheduler_core.live_events import watched_groups
 from scheduler_core.models import (
+    Department,
     DepartmentMembership,
     Node,
     NodePool,
@@ -83,6 +84,7 @@ class EventLike(Protocol):
     created_at: datetime
     reason: str
     project_id: int | None
+    department_id: int | None
     pool_id: int | None
     node_id: int | None
     workload_id: int | None
@@ -97,6 +99,7 @@ def event_payload(event: EventLike, state: dict[str, Any] | None = None) -> dict
         "at": event.created_at.isoformat(),
         "reason": event.reason,
         "project_id": event.project_id,
+        "department_id": event.department_id,
         "pool_id": event.pool_id,
         "node_id": event.node_id,
         "workload_id": event.workload_id,
@@ -121,6 +124,7 @@ def event_record(
     type: str,
     workload: Workload | None = None,
     project: Project | None = None,
+    department: Department | None = None,
     pool: NodePool | None = None,
     node: Node | None = None,
     reason: str = "",
@@ -128,12 +132,15 @@ def event_record(
     at: datetime | None = None,
     state: dict[str, Any] | None = None,
 ) -> SchedulingEvent:
-    """Write one event now and publish it after the surrounding transaction commits."""
+    """Write one event now and publish it after the surrounding transaction commits.
+    `department` only for an event about a department itself (its own quota): only those
+    who may see it see the event."""
     event = SchedulingEvent.objects.create(
         created_at=at or timezone.now(),
         type=type,
         workload=workload,
         project=project or (workload.project if workload is not None else None),
+        department=department,
         pool=pool,
         node=node,
         reason=reason,

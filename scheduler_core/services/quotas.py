@@ -52,6 +52,7 @@ def _set_quota(owner_field: str, owner, pool: NodePool, values: dict) -> Quota:
         event_record(
             type=EventType.QUOTA_CHANGED,
             project=owner if owner_field == "project" else None,
+            department=owner if owner_field == "department" else None,
             pool=pool,
             reason=f"quota of {owner} in pool {pool}: {quota.gpus:g} GPUs"
             + (f", limit {quota.limit_gpus:g}" if quota.limit_gpus is not None else ""),

@@ -7,14 +7,13 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.contrib.sessions.models import Session
 from django.test import Client
 from django.utils import timezone
 
 from console import consumers
 from scheduler_core.choices import EventType
-from tests.live_events.sockets import TIMEOUT, run, subscribe
+from tests.live_events.sockets import TIMEOUT, browser_socket, run, subscribe
 from tests.live_events.test_consumer import record
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,17 +25,8 @@ def signed_in_browser(user) -> Client:
     return browser
 
 
-async def browser_socket(browser: Client) -> WebsocketCommunicator:
-    from config.asgi import application
-
-    cookie = f"sessionid={browser.cookies['sessionid'].value}"
-    ws = WebsocketCommunicator(
-        application,
-        "/ws/events/",
-        headers=[(b"cookie", cookie.encode()), (b"origin", b"http://testserver")],
-    )
-    connected, _ = await ws.connect(timeout=TIMEOUT)
-    assert connected
+async def subscribed_socket(browser: Client):
+    ws = await browser_socket(browser)
     assert (await subscribe(ws, ["cluster"]))["type"] == "subscribed"
     return ws
 
@@ -46,8 +36,8 @@ def test_signing_out_closes_that_sessions_sockets_only(cluster):
     browser, other_browser = signed_in_browser(user), signed_in_browser(user)
 
     async def body():
-        ws = await browser_socket(browser)
-        other = await browser_socket(other_browser)
+        ws = await subscribed_socket(browser)
+        other = await subscribed_socket(other_browser)
         response = await sync_to_async(browser.post)("/logout/")
         assert response.status_code == 302
         assert await ws.receive_output(timeout=TIMEOUT) == {"type": "websocket.close", "code": 4401}
@@ -64,7 +54,7 @@ def test_an_expired_session_gets_no_more_events(cluster, monkeypatch):
     vision = cluster["vision"]
 
     async def body():
-        ws = await browser_socket(browser)
+        ws = await subscribed_socket(browser)
         await sync_to_async(record)(type=EventType.QUOTA_CHANGED, project=vision, reason="one")
         assert (await ws.receive_json_from(timeout=TIMEOUT))["event"]["reason"] == "one"
         await sync_to_async(Session.objects.update)(expire_date=timezone.now() - timedelta(1))

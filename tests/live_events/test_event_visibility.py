@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from scheduler_core.choices import EventType
 from scheduler_core.loop.cycle import run_cycle
 from scheduler_core.models import SchedulingEvent, Workload
-from scheduler_core.services.quotas import department_set_quota, project_set_quota
+from scheduler_core.services.quotas import queue_owner_set_quota
 from tests.live_events.sockets import TIMEOUT, connect, run, subscribe
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,7 +44,7 @@ def reclaimed(cluster, submit):
     for i in range(2):
         submit("nlp", f"borrow-{i}", gpus=8)
     run_cycle()
-    project_set_quota(user=cluster["admin"], project=cluster["nlp"], pool=cluster["pool"], gpus=0)
+    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=cluster["pool"], gpus=0)
     submit("vision", "owner", gpus=8)
     run_cycle()
     event = SchedulingEvent.objects.get(type=EventType.PREEMPTED)
@@ -55,8 +55,8 @@ def reclaimed(cluster, submit):
 
 def test_a_department_quota_change_reaches_only_who_may_see_the_department(cluster):
     admin, pool = cluster["admin"], cluster["pool"]
-    department_set_quota(user=admin, department=cluster["dept"], pool=pool, gpus=10)
-    department_set_quota(user=admin, department=cluster["other_dept"], pool=pool, gpus=6)
+    queue_owner_set_quota(user=admin, owner=cluster["dept"], pool=pool, gpus=10)
+    queue_owner_set_quota(user=admin, owner=cluster["other_dept"], pool=pool, gpus=6)
 
     def quota_owners(user) -> list:
         events = api_events(user, type="quota_changed")
@@ -77,8 +77,8 @@ def test_a_department_quota_change_is_not_pushed_to_other_departments_sockets(cl
 
         def change(department, gpus):
             with transaction.atomic():
-                department_set_quota(
-                    user=cluster["admin"], department=department, pool=cluster["pool"], gpus=gpus
+                queue_owner_set_quota(
+                    user=cluster["admin"], owner=department, pool=cluster["pool"], gpus=gpus
                 )
 
         await sync_to_async(change)(cluster["other_dept"], 6)
@@ -128,7 +128,7 @@ def test_the_victims_socket_gets_the_neutral_reason(cluster, open_socket, submit
     for i in range(2):
         submit("nlp", f"borrow-{i}", gpus=8)
     run_cycle()
-    project_set_quota(user=cluster["admin"], project=cluster["nlp"], pool=cluster["pool"], gpus=0)
+    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=cluster["pool"], gpus=0)
     submit("vision", "owner", gpus=8)
 
     async def body():

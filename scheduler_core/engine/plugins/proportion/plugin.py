@@ -14,7 +14,7 @@ from scheduler_core.engine.decisions import QueueStatus
 from scheduler_core.engine.framework.plugin import Plugin, register
 from scheduler_core.engine.framework.queue_hooks import QueueHooks
 from scheduler_core.engine.plugins.proportion.figures import QueueFigures
-from scheduler_core.engine.reasons import RESOURCE_WORDS
+from scheduler_core.engine.reasons import RESOURCE_WORDS, no_over_quota_share
 from scheduler_core.engine.resources import EPSILON, UNLIMITED, Resources, format_amount
 from scheduler_core.engine.snapshot import KIND_INTERACTIVE
 
@@ -272,8 +272,13 @@ class ProportionPlugin(Plugin):
         acc = self._acc.get(key, _ZERO)
         fair = self._fair.get(key, _ZERO)
         free = self.session.pools[pool].free_gpus
+        weight = self.figures.weight.get(key, _ZERO)
         for i in range(3):
             if extra[i] > EPSILON and acc[i] + extra[i] > fair[i] + EPSILON:
+                if weight[i] <= 0:
+                    return no_over_quota_share(
+                        level, queue, pool, i, fair[i], acc[i], extra[i], free
+                    )
                 share = fair[i]
                 text = "its fair share" if math.isfinite(share) else "its share"
                 return (

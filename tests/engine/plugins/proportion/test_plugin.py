@@ -1,11 +1,11 @@
-"""The proportion plugin through whole cycles: over-quota weight 0 and time-based
-fairshare. Cluster in, placements, fairshare figures and reasons out."""
+"""The proportion plugin through whole cycles: queue order, over-quota weight 0 and
+time-based fairshare. Cluster in, placements, fairshare figures and reasons out."""
 
 from __future__ import annotations
 
 import pytest
 
-from scheduler_core.engine import PoolConfig, UsageRecord, run_cycle
+from scheduler_core.engine import PoolConfig, QueueSpec, UsageRecord, WorkloadSpec, run_cycle
 from tests.engine.factories import dept, node, project, running, settle, snapshot, workload
 
 NO_EVICTIONS = [PoolConfig(name="default", preemption=False, consolidation=False)]
@@ -13,6 +13,97 @@ NO_EVICTIONS = [PoolConfig(name="default", preemption=False, consolidation=False
 
 def _gpus(result, queue: str) -> float:  # type: ignore[no-untyped-def]
     return float(result.queues[queue]["default"].fairshare.gpus)
+
+
+# ------------------------------------------------------------ queue order
+# Two workloads wait for the last free GPUs, room for one of them; the one whose queue
+# comes first in queue order runs. `first` is submitted first, so FIFO would pick it.
+@pytest.mark.parametrize(
+    ("queues", "first", "second", "free", "expected"),
+    [
+        # same state (in quota): 2 of 4 beats 2 of 2
+        (
+            [dept("org", 6), project("small", gpus=2), project("big", gpus=4)],
+            workload("s", project="small", gpus=2),
+            workload("b", project="big", gpus=2),
+            2,
+            "b",
+        ),
+        # over quota below fairshare: measured against the fairshare, 2 of 5 before
+        # 2 of 3 (weights 3:2 of 8 GPUs; the wide gangs only raise what each asks)
+        (
+            [
+                dept("org", 0),
+                project("few", gpus=0, over_quota_weight=2),
+                project("many", gpus=0, over_quota_weight=3),
+            ],
+            [workload("f", project="few", gpus=2), workload("f8", project="few", pods=8)],
+            [workload("m", project="many", gpus=2), workload("m8", project="many", pods=8)],
+            2,
+            "m",
+        ),
+        # exact tie (1 of 2 each): the older queue, not the older workload
+        (
+            [dept("org", 4), project("old", gpus=2), project("young", gpus=2)],
+            workload("y", project="young", gpus=1),
+            workload("o", project="old", gpus=1),
+            1,
+            "o",
+        ),
+        # departments first: 2 of 4 in department big beats 2 of 2 in department small
+        (
+            [
+                dept("small", 2),
+                dept("big", 4),
+                project("ps", department="small", gpus=2),
+                project("pb", department="big", gpus=4),
+            ],
+            workload("s", project="ps", gpus=2),
+            workload("b", project="pb", gpus=2),
+            2,
+            "b",
+        ),
+    ],
+)
+def test_queue_order_serves_the_smallest_share_of_what_a_queue_is_entitled_to(
+    queues: list[QueueSpec],
+    first: WorkloadSpec | list[WorkloadSpec],
+    second: WorkloadSpec | list[WorkloadSpec],
+    free: int,
+    expected: str,
+) -> None:
+    # the rest of the pool is held in a queue of its own, at a lower rank
+    waiting = [w for ws in (first, second) for w in (ws if isinstance(ws, list) else [ws])]
+    snap = snapshot(
+        [node("n1", 8)],
+        [*queues, dept("rest", 0, rank=-1), project("filler", department="rest", rank=-1)],
+        [workload("hog", project="filler", gpus=8 - free, running_on=["n1"]), *waiting],
+        pools=NO_EVICTIONS,
+    )
+    final, _ = settle(snap)
+    assert set(running(final)) == {"hog", expected}
+
+
+def test_queue_order_counts_the_workload_being_placed() -> None:
+    # both queues hold nothing; with the workload, 3 of 4 is more than 2 of 4
+    snap = snapshot(
+        [node("n1", 8)],
+        [
+            dept("org", 8),
+            project("a", gpus=4),
+            project("b", gpus=4),
+            dept("rest", 0, rank=-1),
+            project("filler", department="rest", rank=-1),
+        ],
+        [
+            workload("hog", project="filler", gpus=5, running_on=["n1"]),
+            workload("wide", project="a", gpus=3),
+            workload("narrow", project="b", gpus=2),
+        ],
+        pools=NO_EVICTIONS,
+    )
+    final, _ = settle(snap)
+    assert set(running(final)) == {"hog", "narrow"}
 
 
 # ------------------------------------------------------------ over-quota weight 0

@@ -99,6 +99,16 @@ class PendingInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class GrowthInfo:
+    """Why a running elastic workload still has fewer pods than it wants after the
+    cycle, in words naming numbers; `reason_kind` as for PendingInfo."""
+
+    workload: str
+    reason_kind: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class QueueStatus:
     """A queue's figures in one pool after the cycle: deserved quota, limit, fairshare,
     allocated and requested (unlimited amounts are math.inf)."""
@@ -123,6 +133,7 @@ class CycleResult:
     pending: Mapping[str, PendingInfo] = field(default_factory=dict)
     queues: Mapping[str, Mapping[str, QueueStatus]] = field(default_factory=dict)
     idle_gpus: int = 0
+    growth: Mapping[str, GrowthInfo] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:

@@ -53,3 +53,21 @@ def no_over_quota_share(
         f"quota (holds {format_amount(held)}, this needs {format_amount(needs)}); it can only "
         f"use idle resources ({format_amount(free_gpus)} free GPUs) and cannot reclaim"
     )
+
+
+def not_growing(w: WorkloadState, why: str) -> str:
+    """Why a running elastic workload does not get its next pod."""
+    return f"running {len(w.pods)} of {_wanted(w)} pods; its next pod waits: {why}"
+
+
+def shrunk_this_cycle(w: WorkloadState) -> str:
+    """Why a running elastic workload that gave up pods this cycle does not grow."""
+    cause = f" ({w.evict_reason})" if w.evict_reason else ""
+    return (
+        f"running {len(w.pods)} of {_wanted(w)} pods; it gave up pods this cycle{cause} "
+        f"and grows again once they are not needed"
+    )
+
+
+def _wanted(w: WorkloadState) -> int:
+    return sum(g.pods for g in w.groups)

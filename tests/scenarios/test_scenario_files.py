@@ -78,3 +78,13 @@ def test_on_step_reports_progress() -> None:
         load_scenario(SEEDS / "gang-all-or-nothing.yaml"), on_step=lambda r: seen.append(r.step)
     )
     assert seen == [0, 1]
+
+
+def test_json_says_why_a_running_elastic_workload_does_not_grow() -> None:
+    out = StringIO()
+    call_command("simulate", str(SEEDS / "elastic-shrink-expand.yaml"), "--json", stdout=out)
+    second = json.loads(out.getvalue().splitlines()[1])
+    assert second["workloads"]["elastic"]["reason"] == (
+        "running 4 of 8 pods; its next pod waits: workload needs 1 GPUs on one pool; "
+        "pool default has 0 free"
+    )

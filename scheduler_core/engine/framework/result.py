@@ -13,6 +13,7 @@ from scheduler_core.engine.decisions import (
     Evict,
     Expand,
     Fail,
+    GrowthInfo,
     Move,
     PendingInfo,
     Shrink,
@@ -73,6 +74,7 @@ def build_result(session: Session) -> CycleResult:
         pending=_pending_infos(session),
         queues=session.queue_statuses(),
         idle_gpus=sum(n.free_whole for n in session.nodes.values() if n.ready),
+        growth=_growth_infos(session),
     )
 
 
@@ -95,4 +97,16 @@ def _pending_infos(session: Session) -> dict[str, PendingInfo]:
                 kind = next(iter(per_pool.values()))[0]
                 text = "; ".join(f"pool {p}: {m}" for p, (_, m) in per_pool.items())
             infos[w.id] = PendingInfo(w.id, project, kind, text, pos)
+    return infos
+
+
+def _growth_infos(session: Session) -> dict[str, GrowthInfo]:
+    """Why each running elastic workload below its pods does not grow (the reason the
+    actions gave for its pool)."""
+    infos: dict[str, GrowthInfo] = {}
+    for wid, per_pool in session.reasons.items():
+        w = session.workloads[wid]
+        if w.pods and w.pool in per_pool and w.missing_pods() > 0:
+            kind, text = per_pool[w.pool]
+            infos[wid] = GrowthInfo(wid, kind, text)
     return infos

@@ -131,7 +131,6 @@ class ProportionPlugin(Plugin):
                     q.creation_order if q else 0,
                 )
             )
-        keys.extend((w.spec.submitted_at, w.spec.creation_order))
         return tuple(keys)
 
     def _entitled_to(self, session: Session) -> dict[Key, Vec]:

@@ -3,8 +3,10 @@
 Each resource is divided separately, top-down (pool -> departments -> projects): every
 queue first gets min(deserved, requested); what is left goes to higher ranks first and,
 within a rank, by over-quota weight among the queues that still ask, capped at what each
-asks and its limit. A queue's over-quota share is rounded down to whole units and the
-units left over go one at a time to the largest remainder (then the older queue).
+asks and its limit; a queue of weight 0 gets none of it, and where only such queues
+still ask, the rest passes to the lower ranks. A queue's over-quota share is rounded
+down to whole units and the units left over go one at a time to the largest remainder
+(then the older queue).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Harnesses that time Fairway's code; not part of the product (run with python -m)."""
+"""Benchmarks: harnesses that print figures; not product code (run with python -m)."""

@@ -53,15 +53,13 @@ Running:
 - `run_until_stable(snapshot) -> (snapshot, [CycleResult])`: cycles to a fixed point.
 
 Result:
-- `CycleResult(now, decisions, pending, queues, idle_gpus, growth)`: `decisions` is a tuple of
+- `CycleResult(now, decisions, pending, queues)`: `decisions` is a tuple of
   `Allocate(workload, pool, pods)`, `Evict(workload, reason_kind, reason, by)` (kinds
   priority|reclaim|fault|fairshare), `Move(workload, pool, pods, reason)`,
   `Shrink(workload, pods, reason)`, `Expand(workload, pods)`, `Fail(workload, reason)`,
   to apply in order; `pending[workload_id]` is a `PendingInfo(workload, queue,
   reason_kind, reason, queue_position)`; `queues[queue][pool]` is a
-  `QueueStatus(queue, pool, deserved, limit, fairshare, allocated, requested)`;
-  `growth[workload_id]` is a `GrowthInfo(workload, reason_kind, reason)`: why a
-  running elastic workload below its pods does not grow.
+  `QueueStatus(queue, pool, deserved, limit, fairshare, allocated, requested)`.
 
 Simulation (shared by the scenario runner and the benchmark):
 - `scheduler_core.engine.simulation.Simulation`: time-stepped state with events
@@ -83,7 +81,6 @@ from scheduler_core.engine.decisions import (
     Evict,
     Expand,
     Fail,
-    GrowthInfo,
     Move,
     PendingInfo,
     QueueStatus,
@@ -140,7 +137,6 @@ __all__ = [
     "Evict",
     "Expand",
     "Fail",
-    "GrowthInfo",
     "Move",
     "NodeSpec",
     "PendingInfo",

@@ -9,21 +9,11 @@ from __future__ import annotations
 
 import heapq
 
-from scheduler_core.engine.actions.common import quota_pools, try_start
+from scheduler_core.engine.actions.common import next_pod, quota_pools, try_start
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
-from scheduler_core.engine.reasons import not_growing, shrunk_this_cycle
-
-
-def next_pod(w: WorkloadState) -> dict[str, int] | None:
-    """One more pod for the first group below what it wants, or None when complete."""
-    counts = w.pod_counts()
-    for grp in w.groups:
-        if counts[grp.name] < grp.pods:
-            return {grp.name: 1}
-    return None
-
+from scheduler_core.engine.reasons import gave_up_pods
 
 GrowKey = tuple[tuple[object, ...], int, tuple[float, ...]]
 """Order of growing workloads (smaller first): queue order with the next pod, pods
@@ -43,7 +33,7 @@ def expand(session: Session) -> None:
             if w.missing_pods() <= 0:
                 continue
             if w.evicted or len(w.pods) < len(w.initial_pods):
-                session.set_reason(w, pool.name, "capacity", shrunk_this_cycle(w))
+                _not_growing(session, w, pool.name, "capacity", gave_up_pods(w))
             else:
                 growing.append(w)
         if growing:
@@ -74,16 +64,22 @@ def _grow(session: Session, pool: PoolIndex, growing: list[WorkloadState]) -> No
         extra = list(w.request_of(one))
         problem = session.admission_problem(w, name, extra)
         if problem is not None:
-            session.set_reason(w, name, problem[0], not_growing(w, problem[1]))
+            _not_growing(session, w, name, *problem)
             continue
         stmt = session.statement()
         if not try_start(session, stmt, w, pool, one):
             stmt.discard()
-            misfit = describe_misfit(pool, w, one)
-            session.set_reason(w, name, "capacity", not_growing(w, misfit))
+            _not_growing(session, w, name, "capacity", describe_misfit(pool, w, one))
             continue
         stmt.commit()
         nxt = next_pod(w)
         if nxt is not None:
             seq += 1
             heapq.heappush(heap, (_grow_key(session, w, name, nxt), seq, w))
+
+
+def _not_growing(session: Session, w: WorkloadState, pool: str, kind: str, text: str) -> None:
+    """Record why `w` does not get its next pod, unless reclaim or preempt already said
+    why they could not make room for it this cycle (theirs is the fuller answer)."""
+    if pool not in session.reasons.get(w.id, {}):
+        session.set_reason(w, pool, kind, text)

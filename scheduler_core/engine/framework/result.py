@@ -13,12 +13,12 @@ from scheduler_core.engine.decisions import (
     Evict,
     Expand,
     Fail,
-    GrowthInfo,
     Move,
     PendingInfo,
     Shrink,
 )
 from scheduler_core.engine.plugins.priority import priority_order
+from scheduler_core.engine.reasons import below_pods
 
 if TYPE_CHECKING:
     from scheduler_core.engine.framework.session import Session
@@ -74,8 +74,23 @@ def build_result(session: Session) -> CycleResult:
         pending=_pending_infos(session),
         queues=session.queue_statuses(),
         idle_gpus=sum(n.free_whole for n in session.nodes.values() if n.ready),
-        growth=_growth_infos(session),
+        not_growing=_not_growing(session),
     )
+
+
+def _not_growing(session: Session) -> dict[str, tuple[str, str]]:
+    """Why each running elastic workload still below its wanted pods did not grow, as
+    far as an action recorded it (reclaim and preempt do)."""
+    found: dict[str, tuple[str, str]] = {}
+    workloads = session.workloads
+    for wid, per_pool in session.reasons.items():
+        w = workloads[wid]
+        # running since the cycle began: a reason from before it started would be stale
+        if w.pool is not None and w.initial_pods and w.pods and w.missing_pods() > 0:
+            reason = per_pool.get(w.pool)
+            if reason is not None:
+                found[wid] = (reason[0], below_pods(w, reason[1]))
+    return found
 
 
 def _pending_infos(session: Session) -> dict[str, PendingInfo]:
@@ -97,16 +112,4 @@ def _pending_infos(session: Session) -> dict[str, PendingInfo]:
                 kind = next(iter(per_pool.values()))[0]
                 text = "; ".join(f"pool {p}: {m}" for p, (_, m) in per_pool.items())
             infos[w.id] = PendingInfo(w.id, project, kind, text, pos)
-    return infos
-
-
-def _growth_infos(session: Session) -> dict[str, GrowthInfo]:
-    """Why each running elastic workload below its pods does not grow (the reason the
-    actions gave for its pool)."""
-    infos: dict[str, GrowthInfo] = {}
-    for wid, per_pool in session.reasons.items():
-        w = session.workloads[wid]
-        if w.pods and w.pool in per_pool and w.missing_pods() > 0:
-            kind, text = per_pool[w.pool]
-            infos[wid] = GrowthInfo(wid, kind, text)
     return infos

@@ -9,6 +9,9 @@ from scheduler_core.engine import PoolConfig, WorkloadSpec, run_cycle
 from tests.engine.factories import dept, node, project, settle, snapshot, workload
 
 QUEUES = [dept("org", 8), project("p", gpus=8)]
+# expand alone: without preemption a higher-priority workload below its pods does not
+# take pods from a lower-priority one (see test_reclaim_rules for that)
+NO_PREEMPTION = [PoolConfig(name="default", preemption=False)]
 
 
 def _pods(final) -> dict[str, int]:  # type: ignore[no-untyped-def]
@@ -59,7 +62,7 @@ def _pods(final) -> dict[str, int]:  # type: ignore[no-untyped-def]
 def test_extra_pods_go_to_the_workload_with_the_fewest_above_its_minimum(
     gpus: int, workloads: list[WorkloadSpec], expected: dict[str, int]
 ) -> None:
-    final, _ = settle(snapshot([node("n1", gpus)], QUEUES, workloads))
+    final, _ = settle(snapshot([node("n1", gpus)], QUEUES, workloads, pools=NO_PREEMPTION))
     assert _pods(final) == expected
 
 
@@ -74,33 +77,18 @@ def test_across_queues_the_queue_order_comes_first() -> None:
     assert _pods(final) == {"a1": 3, "b1": 3}
 
 
-def test_a_running_elastic_workload_below_its_pods_says_why_it_does_not_grow() -> None:
-    snap = snapshot(
-        [node("n1", 4)],
-        [dept("org", 8), project("p", gpus=8, limit=3)],
-        [workload("capped", pods=6, min_pods=1)],
-    )
-    final, results = settle(snap)
-    assert _pods(final) == {"capped": 3}
-    info = results[-1].growth["capped"]
-    assert info.reason_kind == "limit"
-    assert info.reason == (
-        "running 3 of 6 pods; its next pod waits: project p is limited to 3 GPUs in pool "
-        "default; it uses 3 and this needs 1"
-    )
-    assert "capped" not in results[-1].pending
-
-
 def test_no_free_capacity_is_the_reason_when_the_pool_is_full() -> None:
-    snap = snapshot([node("n1", 2)], QUEUES, [workload("e", pods=4, min_pods=1)])
+    snap = snapshot(
+        [node("n1", 2)], QUEUES, [workload("e", pods=4, min_pods=1)], pools=NO_PREEMPTION
+    )
     final, results = settle(snap)
     assert _pods(final) == {"e": 2}
-    info = results[-1].growth["e"]
-    assert info.reason_kind == "capacity"
-    assert info.reason == (
-        "running 2 of 4 pods; its next pod waits: workload needs 1 GPUs on one pool; "
-        "pool default has 0 free"
+    assert results[-1].not_growing["e"] == (
+        "capacity",
+        "runs 2 of its 4 pods and does not grow: workload needs 1 GPUs on one pool; "
+        "pool default has 0 free",
     )
+    assert "e" not in results[-1].pending
 
 
 def test_a_workload_shrunk_for_more_important_work_says_so() -> None:
@@ -113,5 +101,5 @@ def test_a_workload_shrunk_for_more_important_work_says_so() -> None:
         ],
         pools=[PoolConfig(name="default", consolidation=False)],
     )
-    result = run_cycle(snap)
-    assert result.growth["e"].reason.startswith("running 2 of 4 pods; it gave up pods this cycle")
+    _, text = run_cycle(snap).not_growing["e"]
+    assert text.startswith("runs 2 of its 4 pods and does not grow: it gave up pods this cycle (")

@@ -44,8 +44,8 @@ def _res(v: Iterable[float]) -> Resources:
 @register
 class ProportionPlugin(Plugin):
     """Queues are ordered by fairshare, quota, rank, share of what they are entitled to
-    and age; a queue over
-    its fairshare may not reclaim, and gives back what it holds above it."""
+    and age; a queue over its fairshare may not reclaim, and gives back what it holds
+    above it."""
 
     name = "proportion"
 

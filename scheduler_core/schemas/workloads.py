@@ -151,6 +151,7 @@ SpecText = Annotated[str, Field(max_length=4096)]
 Command = SpecText | Annotated[list[SpecText], Field(max_length=256)]
 """A command line (as the console sends it) or its words (as API clients often do)."""
 Env = Annotated[dict[str, SpecText], string_map(max_entries=256)]
+"""Environment variables the runtime sets: names to values."""
 
 
 class RuntimeSpec(StrictModel):

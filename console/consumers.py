@@ -126,9 +126,9 @@ def load_access(user_id: int, session_key: str | None = None) -> AccessSnapshot 
     project_ids = access.visible_project_ids(user)
     if project_ids is None:
         return AccessSnapshot(user=user, project_ids=None)
-    return AccessSnapshot(
-        user=user, project_ids=project_ids, department_ids=access.visible_department_ids(user)
-    )
+    # Only a system admin sees every department, and they returned above.
+    department_ids = access.visible_department_ids(user) or set()
+    return AccessSnapshot(user=user, project_ids=project_ids, department_ids=department_ids)
 
 
 def session_user(session_key: str):

@@ -5,7 +5,7 @@ Events are read as their viewer may see them (live_events.other_side): call
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from django.db.models import QuerySet
 
@@ -39,7 +39,7 @@ def event_feed(
     return qs.order_by("-created_at", "-id")
 
 
-def events_as_seen_by(events: Sequence[SchedulingEvent], user) -> list[SchedulingEvent]:
+def events_as_seen_by(events: Iterable[SchedulingEvent], user) -> list[SchedulingEvent]:
     """`events` (read for display, never saved) with what they say about another project's
     workload left out where `user` may not see that project: one query at most, and none
     unless an event names another project."""

@@ -9,7 +9,7 @@ anything walks it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 MAX_DEPTH = 32
@@ -36,6 +36,7 @@ def check_depth(data: Any, limit: int = MAX_DEPTH) -> None:
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         value, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(value, dict):
             children = value.values()
         elif isinstance(value, list):

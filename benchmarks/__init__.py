@@ -1,0 +1,1 @@
+"""Benchmarks: harnesses that print figures; not product code."""

@@ -163,7 +163,7 @@ def main() -> None:
                     for c in args.clients.split(",")
                 ]
             finally:
-                server.send_signal(signal.SIGINT)
+                server.send_signal(signal.SIGTERM)  # as Ctrl-C (SIGINT may be ignored here)
                 server.wait(timeout=60)
     print_table(rows, env.get("WEB_CONCURRENCY", "default"))
 

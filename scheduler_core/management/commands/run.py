@@ -110,6 +110,12 @@ def popen(child: Child, env: dict[str, str]) -> subprocess.Popen:
     )  # fmt: skip
 
 
+def signal_group(process: subprocess.Popen, signum: int) -> None:
+    """Signal a child's whole session (it leads its own: the worker's pool processes too)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
+
+
 class Supervisor:
     """Starts children and starts each one again when it exits, with backoff."""
 
@@ -118,10 +124,12 @@ class Supervisor:
         env: dict[str, str],
         spawn: Callable[[Child, dict[str, str]], subprocess.Popen] = popen,
         clock: Callable[[], float] = time.monotonic,
+        kill: Callable[[subprocess.Popen, int], None] = signal_group,
     ) -> None:
         self.env = env  # shared by every child, restarted ones included
         self.spawn = spawn
         self.clock = clock
+        self.kill = kill
         self.children: list[Child] = []
 
     def start(self, child: Child) -> Child:
@@ -138,8 +146,7 @@ class Supervisor:
         now = self.clock()
         for child in self.children:
             if child.restart_at is None and child.process.poll() is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(child.process.pid, signal.SIGKILL)  # what it left running
+                self.kill(child.process, signal.SIGKILL)  # what it left running
                 up = now - child.started_at
                 child.backoff = (
                     FIRST_BACKOFF
@@ -157,15 +164,13 @@ class Supervisor:
     def stop_all(self) -> None:
         running = [c.process for c in reversed(self.children) if c.process.poll() is None]
         for process in running:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
+            self.kill(process, signal.SIGTERM)
         deadline = time.monotonic() + 10
         for process in running:
             try:
                 process.wait(timeout=max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
+                self.kill(process, signal.SIGKILL)
 
 
 class Command(BaseCommand):

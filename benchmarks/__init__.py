@@ -1,1 +1,1 @@
-"""Benchmarks: harnesses that print figures; not product code."""
+"""Benchmarks: harnesses that print figures; not product code (run with python -m)."""

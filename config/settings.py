@@ -337,5 +337,5 @@ if REDIS_URL:
 # Console pages and the admin answer a plain 503 during an outage (api.outages).
 MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.common.CommonMiddleware") + 1,
                   "api.outages.OutageMiddleware")  # fmt: skip
-# Web processes `manage.py run` starts, sharing one listening socket.
-WEB_CONCURRENCY = int(os.environ.get("WEB_CONCURRENCY", min(4, (os.cpu_count() or 1) + 1)))
+# Web processes `manage.py run` starts on its port (a socket each, SO_REUSEPORT).
+WEB_CONCURRENCY = int(os.environ.get("WEB_CONCURRENCY") or min(4, (os.cpu_count() or 1) + 1))

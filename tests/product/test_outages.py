@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -20,8 +23,11 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("services")
+def run_dir():
+    """Outside pytest's private temporary directory: PostgreSQL runs as its own user."""
+    path = Path(tempfile.mkdtemp(prefix="fairway-services-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

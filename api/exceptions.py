@@ -165,11 +165,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             status=status.HTTP_500_INTERNAL_SERVER_ERROR,
         )
     headers: dict[str, str] = {}
-    if getattr(api_exc, "auth_header", None):
-        headers["WWW-Authenticate"] = api_exc.auth_header
+    auth_header = getattr(api_exc, "auth_header", None)  # (NotAuthenticated and alike)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
     extra: dict[str, Any] = {}
     if isinstance(api_exc, exceptions.Throttled):
-        wait = int(api_exc.wait or 1) if api_exc.wait is not None else 1
+        # Throttled sets `wait` in __init__; the stubs leave it out
+        seconds = api_exc.wait  # type: ignore[attr-defined]
+        wait = int(seconds or 1) if seconds is not None else 1
         headers["Retry-After"] = str(wait)
         extra["retry_after"] = wait
         body = error_body(

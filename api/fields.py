@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
+from pydantic import BaseModel
 from rest_framework import serializers
 
 # Bounds that keep every value inside what the database and the scheduler handle.
@@ -183,3 +186,41 @@ class NameRelatedField(serializers.SlugRelatedField):
             return self.get_queryset().get(**{self.slug_field: data})
         except self.get_queryset().model.DoesNotExist:
             self.fail("does_not_exist", noun=self.noun, value=data)
+
+
+def schema_field(model: type[BaseModel], name: str, *, choices=None, **kwargs) -> serializers.Field:
+    """A field that documents `model.<name>` in the OpenAPI schema with the schema layer's
+    type and bounds (`choices`: the labelled choices of a one-of field, named as the rest of
+    the API names them). It checks nothing: the value goes on as the client sent it, to the
+    schema (through SchemaInputSerializer or the service that validates it)."""
+    kwargs.setdefault("required", False)
+    if choices is not None:
+        return _DocumentedChoice(choices=choices, **kwargs)
+    schema = model.model_json_schema()
+    documented = _openapi(schema["properties"][name], schema.get("$defs", {}))
+    field_class = type(f"{model.__name__}_{name}", (serializers.JSONField,), {})
+    return extend_schema_field(documented)(field_class)(**kwargs)
+
+
+class _DocumentedChoice(serializers.ChoiceField):
+    def to_internal_value(self, data):
+        return data
+
+
+def _openapi(schema: Any, defs: dict[str, Any]) -> Any:
+    """A pydantic JSON schema as OpenAPI 3.0 writes it: references inlined, null as
+    `nullable`, an exclusive bound as a flag."""
+    if isinstance(schema, list):
+        return [_openapi(item, defs) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        return _openapi(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    options = schema.get("anyOf", [])
+    if {"type": "null"} in options and len(options) == 2:
+        (kept,) = (o for o in options if o != {"type": "null"})
+        return {**_openapi(kept, defs), "nullable": True}
+    out = {k: _openapi(v, defs) for k, v in schema.items() if k not in ("title", "default")}
+    if "exclusiveMinimum" in out:
+        out["minimum"], out["exclusiveMinimum"] = out["exclusiveMinimum"], True
+    return out

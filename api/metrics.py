@@ -105,13 +105,16 @@ class SchedulerCollector:
             labels=["project", "pool", "status"],
         )
         for q in QueueState.objects.select_related("pool", "department", "project"):
-            level = "project" if q.project_id else "department"
-            values = [(q.project or q.department).name, level, q.pool.name]
+            # exactly one of project and department is set (a constraint of QueueState)
+            owner = q.project or q.department
+            assert owner is not None
+            level = "project" if q.project else "department"
+            values = [owner.name, level, q.pool.name]
             for name, gauge in gauges.items():
                 gauge.add_metric(values, getattr(q, name))
             if q.limit_gpus is not None:
                 limit.add_metric(values, q.limit_gpus)
-            if q.project_id:
+            if q.project:
                 workloads.add_metric([q.project.name, q.pool.name, "pending"], q.pending_count)
                 workloads.add_metric([q.project.name, q.pool.name, "running"], q.running_count)
         yield from gauges.values()
@@ -168,7 +171,8 @@ def _authenticated(request: HttpRequest) -> bool:
     drf_request = Request(request)
     for authenticator in api_settings.DEFAULT_AUTHENTICATION_CLASSES:
         try:
-            if authenticator().authenticate(drf_request):
+            # api_settings imports the classes; the stubs type the setting as their names
+            if authenticator().authenticate(drf_request):  # type: ignore[operator]
                 return True
         except APIException:
             return False

@@ -25,7 +25,8 @@ class SubmissionThrottle(SimpleRateThrottle):
 
     def get_rate(self) -> str | None:
         # Read the settings each time (not at import) so a change applies at once.
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        # (the stubs type the rates as numbers; they are strings such as "600/min")
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)  # type: ignore[return-value]
 
     def allow_request(self, request, view) -> bool:
         try:

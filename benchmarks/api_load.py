@@ -33,7 +33,7 @@ USER, PASSWORD = "alice", "fairway-alice"  # seed_demo's researcher
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def manage(*args: str, env: dict[str, str]) -> None:
@@ -42,7 +42,7 @@ def manage(*args: str, env: dict[str, str]) -> None:
     )
 
 
-def wait_until_serving(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
+def wait_until_serving(port: int, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -57,7 +57,13 @@ def wait_until_serving(port: int, process: subprocess.Popen, timeout: float = 60
     raise SystemExit("the product did not answer in time")
 
 
-def request(port: int, method: str, path: str, body=None, headers=None) -> tuple[int, bytes]:
+def request(
+    port: int,
+    method: str,
+    path: str,
+    body: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         conn.request(method, path, body=body, headers=headers or {})
@@ -78,7 +84,7 @@ def create_token(port: int) -> str:
     )
     if status != 201:
         raise SystemExit(f"could not create a token: {status} {body[:200]!r}")
-    return json.loads(body)["key"]
+    return str(json.loads(body)["key"])
 
 
 def measure(port: int, token: str, *, clients: int, requests: int) -> dict[str, float]:

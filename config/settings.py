@@ -5,28 +5,22 @@ DATABASE_URL, REDIS_URL, SECRET_KEY, DEBUG, ALLOWED_HOSTS. With none of them set
 runs embedded: SQLite under ./var and (when started by `manage.py run`) an embedded Redis.
 """
 
-import os
 from pathlib import Path
 
-import dj_database_url
+import environ
 from django.core.exceptions import ImproperlyConfigured
 
+# Every variable is read through `env` (django-environ). A value that starts with $ names
+# another variable whose value it takes (SECRET_KEY=$OTHER); write \$ for a literal $.
+env = environ.Env(escape_proxy=True)
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("FAIRWAY_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR = Path(env.str("FAIRWAY_VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-
-def env_bool(name: str, default: bool) -> bool:
-    """Read a boolean environment variable ("1", "true", "yes", "on" mean true)."""
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-DEBUG = env_bool("DEBUG", False)
+DEBUG = env.bool("DEBUG", default=False)
 _insecure_dev_key = "django-insecure-fairway-embedded-development-key-change-me"
-SECRET_KEY = os.environ.get("SECRET_KEY", _insecure_dev_key if DEBUG else "")
+SECRET_KEY = env.str("SECRET_KEY", default=_insecure_dev_key if DEBUG else "")
 if not SECRET_KEY:
     # Embedded mode without DEBUG still needs a stable key; keep one per installation.
     key_file = VAR_DIR / "secret_key"
@@ -39,14 +33,10 @@ if not SECRET_KEY:
 if not SECRET_KEY:
     raise ImproperlyConfigured("SECRET_KEY must be set")
 
-ALLOWED_HOSTS = [
-    h.strip()
-    for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
-    if h.strip()
-]
-CSRF_TRUSTED_ORIGINS = [
-    o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
-]
+ALLOWED_HOSTS = env.list(
+    "ALLOWED_HOSTS", cast=str.strip, default=["localhost", "127.0.0.1", "[::1]", "testserver"]
+)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", cast=str.strip, default=[])
 
 INSTALLED_APPS = [
     "daphne",
@@ -88,6 +78,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "console.navigation.navigation",
             ],
         },
     },
@@ -96,10 +87,10 @@ WSGI_APPLICATION = None
 ASGI_APPLICATION = "config.asgi.application"
 
 DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{VAR_DIR / 'fairway.sqlite3'}",
-        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
-    )
+    "default": {
+        **env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'fairway.sqlite3'}"),
+        "CONN_MAX_AGE": env.int("DB_CONN_MAX_AGE", default=0),
+    }
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server, the worker and beat read while a cycle writes.
@@ -132,7 +123,11 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    # Front-end packages come from npm (`npm ci` at setup), served from node_modules.
+    ("vendor/htmx", BASE_DIR / "node_modules/htmx.org/dist"),
+]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {
@@ -142,17 +137,17 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 # --- Redis, Celery, Channels -------------------------------------------------------------
-REDIS_URL = os.environ.get("REDIS_URL", "")
+REDIS_URL = env.str("REDIS_URL", default="")
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-SCHEDULER_BEAT_INTERVAL = float(os.environ.get("SCHEDULER_BEAT_INTERVAL", "2"))
+SCHEDULER_BEAT_INTERVAL = env.float("SCHEDULER_BEAT_INTERVAL", default=2.0)
 CELERY_BEAT_SCHEDULE = {
     "scheduling-cycle-safety-net": {
         "task": "scheduler_core.loop.tasks.run_cycle_task",
@@ -210,7 +205,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_RATES": {
-        "submissions": os.environ.get("SUBMISSION_RATE_LIMIT", "600/min"),
+        "submissions": env.str("SUBMISSION_RATE_LIMIT", default="600/min"),
     },
 }
 SPECTACULAR_SETTINGS = {
@@ -240,16 +235,16 @@ SPECTACULAR_SETTINGS = {
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # A retried POST with the same Idempotency-Key is answered from its stored response for
 # this long (seconds); older keys are pruned by the runtime tick.
-IDEMPOTENCY_KEY_RETENTION = float(os.environ.get("IDEMPOTENCY_KEY_RETENTION", str(86400)))
+IDEMPOTENCY_KEY_RETENTION = env.float("IDEMPOTENCY_KEY_RETENTION", default=86400.0)
 
 # --- Security when DEBUG is off -----------------------------------------------------------
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
-if not DEBUG and env_bool("SECURE_COOKIES", False):
+if not DEBUG and env.bool("SECURE_COOKIES", default=False):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0"))
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
 SESSION_COOKIE_HTTPONLY = True
 
 LOGGING = {
@@ -257,60 +252,45 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }
-
-# --- Console ---
-# Front-end packages come from npm (`npm ci` at setup), served from node_modules, never a CDN.
-STATICFILES_DIRS += [("vendor/htmx", BASE_DIR / "node_modules/htmx.org/dist")]
-TEMPLATES[0]["OPTIONS"]["context_processors"].append("console.navigation.navigation")
 
 # --- Live scheduler ---
 # Simulated runtime (the default, used by the demo): a running workload with spec `duration`
 # completes that long after it (re)starts. Turn off when a real runtime reports completions.
-SIMULATED_RUNTIME = env_bool("SIMULATED_RUNTIME", True)
+SIMULATED_RUNTIME = env.bool("SIMULATED_RUNTIME", default=True)
 # Simulated nodes are alive unless an admin marks them down: the runtime tick refreshes
 # their heartbeats. With real nodes, a node silent for NODE_HEARTBEAT_TIMEOUT seconds is
 # marked down and its workloads are evicted (reason fault, backoff limit applies).
-SIMULATED_NODES = env_bool("SIMULATED_NODES", True)
-NODE_HEARTBEAT_TIMEOUT = float(os.environ.get("NODE_HEARTBEAT_TIMEOUT", "60"))
+SIMULATED_NODES = env.bool("SIMULATED_NODES", default=True)
+NODE_HEARTBEAT_TIMEOUT = env.float("NODE_HEARTBEAT_TIMEOUT", default=60.0)
 # GPU usage history for time-based fairshare: one UsageSample per queue per pool per interval.
-USAGE_SAMPLE_INTERVAL = float(os.environ.get("USAGE_SAMPLE_INTERVAL", "60"))
+USAGE_SAMPLE_INTERVAL = env.float("USAGE_SAMPLE_INTERVAL", default=60.0)
 # CycleRecords older than this many seconds are pruned by the runtime tick.
-CYCLE_RECORD_RETENTION = float(os.environ.get("CYCLE_RECORD_RETENTION", str(7 * 86400)))
+CYCLE_RECORD_RETENTION = env.float("CYCLE_RECORD_RETENTION", default=7 * 86400.0)
 # Celery queue of scheduling cycles ("" = Celery's default queue). A dedicated queue served
 # by its own worker keeps cycles from waiting behind long what-if simulations.
-SCHEDULER_CYCLE_QUEUE = os.environ.get("SCHEDULER_CYCLE_QUEUE", "")
+SCHEDULER_CYCLE_QUEUE = env.str("SCHEDULER_CYCLE_QUEUE", default="")
 # A worker runs cycles back to back while they are wanted, for at most this many seconds
 # per task; between cycles it waits up to SCHEDULER_LOOP_WAIT seconds for the next
 # simulated run to end (checking for new requests every SCHEDULER_LOOP_POLL seconds).
-SCHEDULER_LOOP_SECONDS = float(os.environ.get("SCHEDULER_LOOP_SECONDS", "10"))
-SCHEDULER_LOOP_WAIT = float(os.environ.get("SCHEDULER_LOOP_WAIT", "1"))
-SCHEDULER_LOOP_POLL = float(os.environ.get("SCHEDULER_LOOP_POLL", "0.01"))
+SCHEDULER_LOOP_SECONDS = env.float("SCHEDULER_LOOP_SECONDS", default=10.0)
+SCHEDULER_LOOP_WAIT = env.float("SCHEDULER_LOOP_WAIT", default=1.0)
+SCHEDULER_LOOP_POLL = env.float("SCHEDULER_LOOP_POLL", default=0.01)
 # Namespace of the scheduler's cache keys and locks (separate installations sharing a Redis).
-SCHEDULER_KEY_PREFIX = os.environ.get("SCHEDULER_KEY_PREFIX", "fairway")
+SCHEDULER_KEY_PREFIX = env.str("SCHEDULER_KEY_PREFIX", default="fairway")
 # Seconds the non-PostgreSQL (Redis) cycle lock lives without renewal if its holder dies.
-SCHEDULER_LOCK_TTL = float(os.environ.get("SCHEDULER_LOCK_TTL", "10"))
-# Fault injection for tests only, e.g. "before_apply=2,before_commit=5": the cycle sleeps
-# at those points (before_commit is inside its transaction).
-SCHEDULER_CYCLE_PAUSES = {
-    phase: float(seconds)
-    for phase, _, seconds in (
-        item.partition("=")
-        for item in os.environ.get("SCHEDULER_CYCLE_PAUSES", "").split(",")
-        if "=" in item
-    )
-}
+SCHEDULER_LOCK_TTL = env.float("SCHEDULER_LOCK_TTL", default=10.0)
 # Pending workloads get a new reason at once when its kind changes; changed numbers in a
 # reason and shifted queue positions are rewritten for the whole queue at most this often
 # (seconds), so a queue of thousands is not rewritten every cycle. 0 = every cycle.
-PENDING_REASON_REFRESH = float(os.environ.get("PENDING_REASON_REFRESH", "5"))
+PENDING_REASON_REFRESH = env.float("PENDING_REASON_REFRESH", default=5.0)
 # ... and at most this many rows per cycle (a refresh of a longer queue takes several cycles).
-PENDING_REASON_REFRESH_ROWS = int(os.environ.get("PENDING_REASON_REFRESH_ROWS", "1000"))
+PENDING_REASON_REFRESH_ROWS = env.int("PENDING_REASON_REFRESH_ROWS", default=1000)
 # /metrics is open by default, like most Prometheus targets; set to require a signed-in
 # user or an API token.
-METRICS_REQUIRE_AUTH = env_bool("METRICS_REQUIRE_AUTH", False)
+METRICS_REQUIRE_AUTH = env.bool("METRICS_REQUIRE_AUTH", default=False)
 
 # --- surviving broker outages
 # The worker survives a Redis outage of any length and resumes by itself: it retries the
@@ -337,5 +317,6 @@ if REDIS_URL:
 # Console pages and the admin answer a plain 503 during an outage (api.outages).
 MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.common.CommonMiddleware") + 1,
                   "api.outages.OutageMiddleware")  # fmt: skip
-# Web processes `manage.py run` starts on its port (a socket each, SO_REUSEPORT).
-WEB_CONCURRENCY = int(os.environ.get("WEB_CONCURRENCY") or min(4, (os.cpu_count() or 1) + 1))
+# Web processes `manage.py run` starts on its port (a socket each, SO_REUSEPORT); 0 means
+# min(4, cores + 1).
+WEB_CONCURRENCY = env.int("WEB_CONCURRENCY", default=0)

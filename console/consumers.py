@@ -96,7 +96,7 @@ def authorize_groups(snapshot: AccessSnapshot, names: list[str]) -> tuple[list[s
     parsed = {name: parse_group(name) for name in names}
     wanted: dict[str, list[tuple[str, int]]] = {kind: [] for kind in KINDS}
     for name, group in parsed.items():
-        if group is not None and group[0] != CLUSTER_GROUP:
+        if group is not None and group[1] is not None:  # every group but the cluster's
             wanted[group[0]].append((name, group[1]))
     user = snapshot.user
     if snapshot.project_ids is None:
@@ -138,7 +138,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         if self.snapshot is None:
             await self.close(code=UNAUTHENTICATED)
             return
-        self.personal_group = user_group(user_id)
+        self.personal_group = user_group(self.snapshot.user.pk)
         await self.channel_layer.group_add(self.personal_group, self.channel_name)
 
     async def disconnect(self, code: int) -> None:

@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from scheduler_core import access
 
 
-def role_required(check: Callable[[object], bool], message: str):
+def role_required(check: Callable[[access.AnyUser | None], bool], message: str):
     """A view decorator: sign-in required, then `check(user)` or 403 with `message`."""
 
     def decorator(view):

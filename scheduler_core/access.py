@@ -15,7 +15,7 @@ import it); where it queries one, it asks Django's app registry for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from django.apps import apps
 from django.core.exceptions import PermissionDenied
@@ -24,7 +24,7 @@ from django.db.models import Q
 from scheduler_core.choices import DepartmentRole, ProjectRole
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 
     from scheduler_core.models import Department, Project
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 NOTHING = Q(pk__in=[])
 
 
-def is_authenticated(user: AnyUser | None) -> bool:
+def is_authenticated(user: AnyUser | None) -> TypeGuard[User]:
     return bool(user is not None and user.is_authenticated and user.is_active)
 
 
@@ -77,17 +77,6 @@ def department_q(user: AnyUser | None, path: str = "") -> Q:
         return Q()
     return Q(**{f"{path}memberships__user": user}) | Q(
         **{f"{path}projects__memberships__user": user}
-    )
-
-
-def can_view_project(user: AnyUser | None, project: Project) -> bool:
-    if is_system_admin(user):
-        return True
-    if not is_authenticated(user):
-        return False
-    return (
-        project.memberships.filter(user=user).exists()
-        or project.department.memberships.filter(user=user).exists()
     )
 
 

@@ -34,26 +34,13 @@ class NodeState(models.TextChoices):
 
 
 class WorkloadKind(models.TextChoices):
-    """What a workload is for; decides default priority and preemptibility."""
+    """What a workload is for; decides default priority and preemptibility
+    (scheduler_core.schemas.kinds.kind_defaults)."""
 
     TRAINING = "training", "Training"
     INTERACTIVE = "interactive", "Interactive"
     INFERENCE = "inference", "Inference"
     CPU = "cpu", "CPU only"
-
-
-DEFAULT_PRIORITY = {
-    WorkloadKind.TRAINING: 50,
-    WorkloadKind.INTERACTIVE: 100,
-    WorkloadKind.INFERENCE: 125,
-    WorkloadKind.CPU: 50,
-}
-DEFAULT_PREEMPTIBLE = {
-    WorkloadKind.TRAINING: True,
-    WorkloadKind.INTERACTIVE: False,
-    WorkloadKind.INFERENCE: False,
-    WorkloadKind.CPU: True,
-}
 
 
 class WorkloadStatus(models.TextChoices):

@@ -25,12 +25,6 @@ def _fresh_workload_memo():
     run_cycle_task.loop_state = None
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    """Real password hashing costs seconds per test on two cores; tests need no strength."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def autorun_cycles(settings):
     settings.SCHEDULER_AUTORUN = True
@@ -73,8 +67,6 @@ def cluster(db):
 def _isolated_scheduler_keys(settings):
     """Each test gets its own cycle lock and trigger keys (the Redis may be shared)."""
     settings.SCHEDULER_KEY_PREFIX = f"fairway-test-{uuid.uuid4().hex[:12]}"
-    settings.SCHEDULER_CYCLE_PAUSES = {}
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast users
 
 
 @pytest.fixture

@@ -9,92 +9,75 @@ from rest_framework import serializers
 from api.fields import (
     LabelMapField,
     NameRelatedField,
-    StrictBooleanField,
     StrictCharField,
-    StrictChoiceField,
     StrictFloatField,
     StrictIntegerField,
     StrictSlugField,
+    schema_field,
 )
 from api.serializers.base import StrictInputSerializer
 from scheduler_core.choices import FairshareMode, NodeState, Placement, Policy
 from scheduler_core.models import NodePool
+from scheduler_core.schemas.pools import PoolSettings
 
-SECONDS_MAX = 10 * 365 * 24 * 3600  # ten years
+
+def _setting(name: str, help_text: str, **kwargs) -> serializers.Field:
+    return schema_field(PoolSettings, name, help_text=help_text, **kwargs)
 
 
 class PoolSettingsSerializer(StrictInputSerializer):
-    """A pool's policy and scheduling settings; omitted fields keep their value."""
+    """A pool's policy and scheduling settings; omitted fields keep their value. The values
+    are checked by the pools' schema (scheduler_core.schemas.pools), in pool_create and
+    pool_update."""
 
-    description = StrictCharField(
-        max_length=255, allow_blank=True, required=False, help_text="Free text."
-    )
-    policy = StrictChoiceField(
+    description = _setting("description", "Free text.")
+    policy = _setting(
+        "policy",
+        "How GPUs are divided: quota (deserved quota + fair over-quota), fairshare (weights "
+        "only) or priority (strict priority order).",
         choices=Policy.choices,
-        required=False,
-        help_text="How GPUs are divided: quota (deserved quota + fair over-quota), "
-        "fairshare (weights only) or priority (strict priority order).",
     )
-    placement = StrictChoiceField(
+    placement = _setting(
+        "placement",
+        "binpack fills nodes to keep whole nodes free; spread balances load.",
         choices=Placement.choices,
-        required=False,
-        help_text="binpack fills nodes to keep whole nodes free; spread balances load.",
     )
-    preemption = StrictBooleanField(
-        required=False, help_text="Whether workloads may be evicted to serve others."
+    preemption = _setting("preemption", "Whether workloads may be evicted to serve others.")
+    consolidation = _setting(
+        "consolidation", "Whether running pods may be moved to make room for a waiting gang."
     )
-    consolidation = StrictBooleanField(
-        required=False,
-        help_text="Whether running pods may be moved to make room for a waiting gang.",
+    max_consolidation_evaluations = _setting(
+        "max_consolidation_evaluations",
+        "Upper bound on the moves a cycle evaluates when consolidating.",
     )
-    max_consolidation_evaluations = StrictIntegerField(
-        max_value=100_000,
-        required=False,
-        help_text="Upper bound on the moves a cycle evaluates when consolidating.",
+    max_reclaims_per_cycle = _setting(
+        "max_reclaims_per_cycle",
+        "Reclaims one cycle may make in the pool (the next cycle goes on); null = no bound.",
     )
-    max_reclaims_per_cycle = StrictIntegerField(
-        min_value=1,
-        max_value=1_000_000,
-        required=False,
-        allow_null=True,
-        help_text="Reclaims one cycle may make in the pool (the next cycle goes on); "
-        "null = no bound.",
+    max_preemptions_per_cycle = _setting(
+        "max_preemptions_per_cycle",
+        "Priority preemptions one cycle may make in the pool; null = no bound.",
     )
-    max_preemptions_per_cycle = StrictIntegerField(
-        min_value=1,
-        max_value=1_000_000,
-        required=False,
-        allow_null=True,
-        help_text="Priority preemptions one cycle may make in the pool; null = no bound.",
+    min_guaranteed_runtime = _setting(
+        "min_guaranteed_runtime", "Seconds a started preemptible workload is safe from eviction."
     )
-    min_guaranteed_runtime = StrictIntegerField(
-        max_value=SECONDS_MAX,
-        required=False,
-        help_text="Seconds a started preemptible workload is safe from eviction.",
+    over_quota_weight_from_quota = _setting(
+        "over_quota_weight_from_quota", "Use each queue's deserved quota as its over-quota weight."
     )
-    over_quota_weight_from_quota = StrictBooleanField(
-        required=False, help_text="Use each queue's deserved quota as its over-quota weight."
-    )
-    fairshare_mode = StrictChoiceField(
+    fairshare_mode = _setting(
+        "fairshare_mode",
+        "point_in_time, or time_based (over-quota shares shrink with past usage).",
         choices=FairshareMode.choices,
-        required=False,
-        help_text="point_in_time, or time_based (over-quota shares shrink with past usage).",
     )
-    time_based_window = StrictIntegerField(
-        max_value=SECONDS_MAX,
-        required=False,
-        help_text="Seconds of usage history time-based fairshare looks at.",
+    time_based_window = _setting(
+        "time_based_window", "Seconds of usage history time-based fairshare looks at."
     )
-    time_based_half_life = StrictIntegerField(
-        min_value=1,
-        max_value=SECONDS_MAX,
-        required=False,
-        help_text="Seconds after which past usage counts half.",
+    time_based_half_life = _setting(
+        "time_based_half_life", "Seconds after which past usage counts half."
     )
-    time_based_k = StrictFloatField(
-        max_value=1000,
-        required=False,
-        help_text="How strongly past usage reduces a queue's over-quota share (0 = not at all).",
+    time_based_k = _setting(
+        "time_based_k",
+        "How strongly past usage reduces a queue's over-quota share (0 = not at all).",
     )
 
 

@@ -16,7 +16,8 @@ class ErrorSerializer(serializers.Serializer):
         )
     )
     detail = serializers.CharField(help_text="One sentence for a person: what went wrong.")
-    fields = serializers.DictField(
+    # DRF takes declared fields off the class: no clash with the attribute of this name
+    fields = serializers.DictField(  # type: ignore[assignment]
         child=serializers.ListField(child=serializers.CharField()),
         required=False,
         help_text=(

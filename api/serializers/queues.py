@@ -16,7 +16,8 @@ class QueueRowSerializer(serializers.Serializer):
     )
     id = serializers.IntegerField(help_text="Id of the department or project.")
     name = serializers.CharField(help_text="Its name.")
-    parent = serializers.CharField(
+    # DRF takes declared fields off the class: no clash with the attribute of this name
+    parent = serializers.CharField(  # type: ignore[assignment]
         allow_null=True, help_text="A project's department (null for a department)."
     )
     rank = serializers.IntegerField(help_text="Higher rank is served over-quota first.")

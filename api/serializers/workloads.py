@@ -6,88 +6,26 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from api.fields import (
-    LabelMapField,
-    NameRelatedField,
-    StrictBooleanField,
-    StrictCharField,
-    StrictChoiceField,
-    StrictFloatField,
-    StrictIntegerField,
-    StrictSlugField,
-    StringMapField,
-)
-from api.serializers.base import StrictInputSerializer
+from api.fields import NameRelatedField, StrictSlugField, schema_field
+from api.serializers.base import SchemaInputSerializer, StrictInputSerializer
 from scheduler_core.choices import WorkloadKind, WorkloadStatus
 from scheduler_core.models import NodePool, Project
+from scheduler_core.schemas.workloads import NewPriority, WorkloadSubmission
 from scheduler_core.services.workloads import WorkloadRequest
 
-MAX_PODS = 10_000
-MAX_GPUS_PER_POD = 1024
-MAX_CPU_PER_POD = 100_000
-MAX_MEMORY_PER_POD = 1e8
-PRIORITY_BOUND = 1_000_000
-MAX_SECONDS = 10 * 365 * 24 * 3600
 MAX_BULK = 500
-FLAT_SHAPE_FIELDS = ("pods", "min_pods", "gpus", "cpu", "memory")
 
 
-class WorkloadGroupSerializer(StrictInputSerializer):
-    """One pod group of a multi-group gang (e.g. a launcher and its workers)."""
-
-    name = StrictSlugField(max_length=63, help_text="Group name, unique within the workload.")
-    pods = StrictIntegerField(
-        min_value=1, max_value=MAX_PODS, help_text="Pods in the group (at most)."
-    )
-    min_pods = StrictIntegerField(
-        min_value=1,
-        max_value=MAX_PODS,
-        required=False,
-        help_text="Pods that must start together (default: all of them).",
-    )
-    gpus = StrictFloatField(
-        max_value=MAX_GPUS_PER_POD,
-        required=False,
-        default=0,
-        help_text="GPUs per pod: whole GPUs, or a fraction below 1 of a shared device.",
-    )
-    cpu = StrictFloatField(
-        max_value=MAX_CPU_PER_POD, required=False, default=0, help_text="CPU cores per pod."
-    )
-    memory = StrictFloatField(
-        max_value=MAX_MEMORY_PER_POD, required=False, default=0, help_text="GiB per pod."
-    )
+def _documented(name: str, help_text: str, **kwargs) -> serializers.Field:
+    return schema_field(WorkloadSubmission, name, help_text=help_text, **kwargs)
 
 
-class WorkloadSpecSerializer(StrictInputSerializer):
-    """What the runtime needs to run the workload."""
-
-    image = StrictCharField(
-        max_length=255, required=False, allow_blank=True, help_text="Container image."
-    )
-    command = serializers.ListField(
-        child=StrictCharField(max_length=4096, allow_blank=True),
-        max_length=256,
-        required=False,
-        help_text="Command and arguments.",
-    )
-    env = StringMapField(required=False, help_text="Environment variables.")
-    duration = StrictFloatField(
-        max_value=MAX_SECONDS,
-        required=False,
-        help_text="Seconds of work for simulated runs (the workload completes after this "
-        "much running time).",
-    )
-    checkpoint_every = StrictFloatField(
-        max_value=MAX_SECONDS,
-        required=False,
-        help_text="Seconds between checkpoints: a preempted run resumes from the last one.",
-    )
-
-
-class WorkloadSubmitSerializer(StrictInputSerializer):
+class WorkloadSubmitSerializer(SchemaInputSerializer):
     """A workload to queue. Give either the flat pod shape (pods, min_pods, gpus, cpu,
-    memory) or `groups`, not both."""
+    memory) or `groups`, not both. Its shape is checked by the schema layer
+    (scheduler_core.schemas.workloads), as for every other way of submitting."""
+
+    schema = WorkloadSubmission
 
     project = NameRelatedField(
         noun="project",
@@ -95,78 +33,55 @@ class WorkloadSubmitSerializer(StrictInputSerializer):
         help_text="Name of a project you may submit to.",
     )
     name = StrictSlugField(max_length=100, help_text="Name, unique within the project.")
-    kind = StrictChoiceField(
-        choices=WorkloadKind.choices,
-        required=False,
-        default=WorkloadKind.TRAINING,
-        help_text="Decides the default priority and preemptibility (default training).",
-    )
-    priority = StrictIntegerField(
-        min_value=-PRIORITY_BOUND,
-        max_value=PRIORITY_BOUND,
-        required=False,
-        help_text="Higher runs first (defaults by kind: training 50, interactive 100, "
-        "inference 125).",
-    )
-    preemptible = StrictBooleanField(
-        required=False,
-        help_text="Whether it may be evicted for others (default by kind/priority).",
-    )
-    pods = StrictIntegerField(
-        min_value=1, max_value=MAX_PODS, required=False, help_text="Pods (default 1)."
-    )
-    min_pods = StrictIntegerField(
-        min_value=1,
-        max_value=MAX_PODS,
-        required=False,
-        help_text="Pods that must start together; between min_pods and pods the workload "
-        "is elastic (default: all pods, a strict gang).",
-    )
-    gpus = StrictFloatField(
-        max_value=MAX_GPUS_PER_POD,
-        required=False,
-        help_text="GPUs per pod: whole GPUs, or a fraction below 1 of a shared device.",
-    )
-    cpu = StrictFloatField(max_value=MAX_CPU_PER_POD, required=False, help_text="Cores per pod.")
-    memory = StrictFloatField(
-        max_value=MAX_MEMORY_PER_POD, required=False, help_text="GiB per pod."
-    )
-    groups = WorkloadGroupSerializer(
-        many=True,
-        required=False,
-        max_length=32,
-        help_text="Pod groups of a multi-group gang; each starts its min_pods together.",
-    )
     pools = serializers.ListField(
         child=NameRelatedField(noun="pool", queryset=NodePool.objects.all()),
         max_length=32,
         required=False,
         help_text="Candidate pools in order of preference (default: any pool).",
     )
-    node_selector = LabelMapField(
-        required=False, help_text="Node labels every pod's node must have."
+    kind = _documented(
+        "kind",
+        "Decides the default priority and preemptibility (default training).",
+        choices=WorkloadKind.choices,
     )
-    weight = StrictFloatField(
-        max_value=1_000_000,
-        required=False,
-        help_text="Share among the project's workloads of the same priority (default 1).",
+    priority = _documented(
+        "priority",
+        "Higher runs first (defaults by kind: training 50, interactive 100, inference 125).",
     )
-    backoff_limit = StrictIntegerField(
-        max_value=1000,
-        required=False,
-        allow_null=True,
-        help_text="Restarts after node faults before the workload fails (null: no limit).",
+    preemptible = _documented(
+        "preemptible", "Whether it may be evicted for others (default by kind/priority)."
     )
-    spec = WorkloadSpecSerializer(required=False, help_text="What the runtime needs.")
+    pods = _documented("pods", "Pods (default 1).")
+    min_pods = _documented(
+        "min_pods",
+        "Pods that must start together; between min_pods and pods the workload is elastic "
+        "(default: all pods, a strict gang).",
+    )
+    gpus = _documented(
+        "gpus", "GPUs per pod: whole GPUs, or a fraction below 1 of a shared device."
+    )
+    cpu = _documented("cpu", "Cores per pod.")
+    memory = _documented("memory", "GiB per pod.")
+    groups = _documented(
+        "groups", "Pod groups of a multi-group gang; each starts its min_pods together."
+    )
+    node_selector = _documented("node_selector", "Node labels every pod's node must have.")
+    weight = _documented(
+        "weight", "Share among the project's workloads of the same priority (default 1)."
+    )
+    backoff_limit = _documented(
+        "backoff_limit", "Restarts after node faults before the workload fails (null: no limit)."
+    )
+    spec = _documented(
+        "spec",
+        "What the runtime needs: image, command (a line or its words), env, duration (seconds "
+        "of work for simulated runs), checkpoint_every (seconds).",
+    )
 
     def validate(self, attrs):
-        errors: dict[str, list[str]] = {}
-        if attrs.get("groups"):
-            for key in FLAT_SHAPE_FIELDS:
-                if key in attrs:
-                    errors[key] = ["give either groups or the flat pod shape, not both"]
         pools = attrs.get("pools") or []
         seen: set[int] = set()
+        errors: dict[str, list[str]] = {}
         for i, pool in enumerate(pools):
             if pool.pk in seen:
                 errors[f"pools[{i}]"] = [f"pool {pool.name!r} is listed twice"]
@@ -178,21 +93,12 @@ class WorkloadSubmitSerializer(StrictInputSerializer):
     @staticmethod
     def to_request(attrs: dict) -> WorkloadRequest:
         """The service's request object."""
-        values = {k: v for k, v in attrs.items() if k not in {"spec", "groups"}}
-        return WorkloadRequest(
-            **values,
-            groups=[dict(g) for g in attrs.get("groups") or []],
-            spec=_plain(attrs.get("spec") or {}),
+        return WorkloadRequest.from_shape(
+            project=attrs["project"],
+            name=attrs["name"],
+            pools=attrs.get("pools") or [],
+            shape=attrs["shape"],
         )
-
-
-def _plain(value):
-    """OrderedDicts and ReturnLists into plain JSON types."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 class WorkloadBulkSubmitSerializer(StrictInputSerializer):
@@ -207,11 +113,12 @@ class WorkloadBulkSubmitSerializer(StrictInputSerializer):
 
 
 class WorkloadPrioritySerializer(StrictInputSerializer):
-    """A new priority."""
+    """A new priority (checked by workload_set_priority)."""
 
-    priority = StrictIntegerField(
-        min_value=-PRIORITY_BOUND,
-        max_value=PRIORITY_BOUND,
+    priority = schema_field(
+        NewPriority,
+        "priority",
+        required=True,
         help_text="Higher runs first; takes effect at the next scheduling cycle.",
     )
 

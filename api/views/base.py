@@ -3,11 +3,15 @@ pagination, and lookups that 404 on what the user cannot see."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import DataError
 from rest_framework import viewsets
 from rest_framework.exceptions import NotFound
-from rest_framework.parsers import JSONParser
+from rest_framework.pagination import BasePagination
+from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.schemas.inspectors import ViewInspector
 from rest_framework.views import APIView
 
 from api.exceptions import exception_handler
@@ -18,8 +22,8 @@ from api.schema import FairwayAutoSchema
 class ApiViewMixin:
     """JSON bodies only, the Fairway error shape, and the Fairway schema generator."""
 
-    parser_classes = [JSONParser]
-    schema = FairwayAutoSchema()
+    parser_classes: Sequence[type[BaseParser]] = [JSONParser]
+    schema: ViewInspector | None = FairwayAutoSchema()
 
     def get_exception_handler(self):
         return exception_handler
@@ -32,7 +36,7 @@ class ApiView(ApiViewMixin, APIView):
 class ApiViewSet(ApiViewMixin, viewsets.GenericViewSet):
     """A collection: paginated, filterable, with lookups restricted to what users see."""
 
-    pagination_class = LimitOffsetPagination
+    pagination_class: type[BasePagination] | None = LimitOffsetPagination
     noun = "resource"
 
     def get_object(self):

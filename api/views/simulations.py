@@ -45,7 +45,8 @@ class SimulationViewSet(ApiViewSet):
         return super().get_throttles()
 
     def _detail(self, simulation: Simulation, code: int = status.HTTP_200_OK) -> Response:
-        simulation.visible_result = simulation_result_for(
+        # read by SimulationSerializer (source="visible_result")
+        simulation.visible_result = simulation_result_for(  # type: ignore[attr-defined]
             simulation=simulation, user=self.request.user
         )
         return Response(SimulationDetailSerializer(simulation).data, status=code)

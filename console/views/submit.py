@@ -3,6 +3,7 @@ a preview of where the workload would fit right now."""
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect, render
@@ -43,7 +44,10 @@ def _preview(request, form: SubmitForm) -> dict:
     data = form.cleaned_data if form.is_bound and hasattr(form, "cleaned_data") else {}
     project = data.get("project")
     if project is None and not form.is_bound:
-        project = form.fields["project"].queryset.first()
+        project_field = form.fields["project"]
+        assert isinstance(project_field, forms.ModelChoiceField)
+        assert project_field.queryset is not None  # (the projects the user may submit to)
+        project = project_field.queryset.first()
     pools = data.get("pools") or list(NodePool.objects.order_by("name"))
     groups = data.get("groups_list") or []
     if groups:
@@ -51,8 +55,8 @@ def _preview(request, form: SubmitForm) -> dict:
         gpus = max((float(g.get("gpus", 0) or 0) for g in groups), default=0.0)
     else:
         pods = data.get("min_pods") or data.get("pods") or 1
-        gpus = data.get("gpus")
-        gpus = 1.0 if gpus is None and not form.is_bound else (gpus or 0.0)
+        asked = data.get("gpus")
+        gpus = 1.0 if asked is None and not form.is_bound else (asked or 0.0)
     return {
         "fits": placement_preview(
             user=request.user, project=project, pools=pools, pods=pods, gpus=gpus

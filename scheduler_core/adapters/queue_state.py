@@ -59,7 +59,7 @@ def _counts(live: LiveSnapshot, result: CycleResult) -> tuple[dict, dict]:
     pool_names = list(live.pool_ids)
     pools_of = {w.id: (w.pools or tuple(pool_names)) for w in live.snapshot.workloads}
     project_of = {w.id: w.project for w in live.snapshot.workloads}
-    parent = {q.name: q.parent for q in live.snapshot.queues}
+    parent = {q.name: q.parent for q in live.snapshot.queues if q.parent is not None}
     running_pool = {w.id: w.pool for w in live.snapshot.workloads if w.status == "running"}
     for d in result.decisions:
         if d.kind in ("allocate", "move"):
@@ -75,11 +75,11 @@ def _counts(live: LiveSnapshot, result: CycleResult) -> tuple[dict, dict]:
         for pool in pools_of[wid]:
             pending[(queue, pool)] += 1
             pending[(parent[queue], pool)] += 1
-    for wid, pool in running_pool.items():
+    for wid, running_in in running_pool.items():
         queue = project_of[wid]
-        if pool is not None:
-            running[(queue, pool)] += 1
-            running[(parent[queue], pool)] += 1
+        if running_in is not None:
+            running[(queue, running_in)] += 1
+            running[(parent[queue], running_in)] += 1
     return pending, running
 
 

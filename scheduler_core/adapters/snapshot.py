@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -125,7 +125,7 @@ def _resources(gpus: float, cpu: float, memory: float, *, zero_is_unlimited: boo
     return Resources(float(gpus), float(cpu), float(memory))
 
 
-def _limit(row: dict[str, Any]) -> Resources:
+def _limit(row: Mapping[str, Any]) -> Resources:
     def amount(value: float | None) -> float:
         return UNLIMITED if value is None else float(value)
 
@@ -313,7 +313,9 @@ def key_chunks(pks: list[int]) -> Iterator[list[int]]:
         yield pks[start : start + IN_LIST]
 
 
-def _queue_keys(departments: list[dict], projects: list[dict]) -> dict[tuple[str, int], str]:
+def _queue_keys(
+    departments: Sequence[Mapping[str, Any]], projects: Sequence[Mapping[str, Any]]
+) -> dict[tuple[str, int], str]:
     """Names as keys; a department sharing a project's name gets a suffix."""
     keys = {("project", p["pk"]): p["name"] for p in projects}
     taken = set(keys.values())
@@ -379,9 +381,11 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
         owner = (
             ("project", q["project_id"]) if q["project_id"] else ("department", q["department_id"])
         )
-        pool = pool_names[q["pool_id"]]
-        quota_of[owner][pool] = _resources(q["gpus"], q["cpu"], q["memory"], zero_is_unlimited=True)
-        limit_of[owner][pool] = _limit(q)
+        quota_pool = pool_names[q["pool_id"]]
+        quota_of[owner][quota_pool] = _resources(
+            q["gpus"], q["cpu"], q["memory"], zero_is_unlimited=True
+        )
+        limit_of[owner][quota_pool] = _limit(q)
     queues = [
         QueueSpec(
             name=queue_keys[("department", d["pk"])],

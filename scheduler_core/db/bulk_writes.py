@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from django.db import connection, models
+
+if TYPE_CHECKING:
+    from django.db.models.options import Options
 
 ROWS_PER_STATEMENT = 5000
 
 
 # Fields whose Python values the database driver takes as they are (no preparation).
-PLAIN_FIELDS = (
+PLAIN_FIELDS: tuple[type[models.Field[Any, Any]], ...] = (
     models.IntegerField, models.FloatField, models.CharField, models.TextField,
     models.BooleanField,
 )  # fmt: skip
@@ -40,7 +43,7 @@ def update_rows(
     if not objs:
         return 0
     meta = (model or type(objs[0]))._meta
-    concrete = [meta.get_field(name) for name in fields]
+    concrete = _fields(meta, fields)
     plain = PLAIN_FIELDS
     if connection.vendor == "postgresql":
         plain = (*plain, models.DateTimeField)
@@ -62,13 +65,14 @@ def update_rows(
     return len(rows)
 
 
-def _update_from_arrays(meta, concrete, rows) -> None:
+def _update_from_arrays(
+    meta: Options[Any], concrete: list[models.Field[Any, Any]], rows: list[list[Any]]
+) -> None:
     """One UPDATE ... FROM unnest(<one array per column>) per ROWS_PER_STATEMENT rows: the
     statement stays small however many rows it writes."""
-    qn = connection.ops.quote_name
-    table, pk = qn(meta.db_table), qn(meta.pk.column)
-    columns = [qn(f.column) for f in concrete]
-    casts = [meta.pk.db_type(connection)] + [_column_type(f) for f in concrete]
+    table, pk = connection.ops.quote_name(meta.db_table), _column(meta.pk)
+    columns = [_column(f) for f in concrete]
+    casts = [_column_type(meta.pk)] + [_column_type(f) for f in concrete]
     arrays = ", ".join(f"%b::{cast}[]" for cast in casts)
     assignments = ", ".join(f"{c} = v.{c}" for c in columns)
     sql = (
@@ -91,19 +95,19 @@ def insert_rows(
     if not rows:
         return []
     meta = model._meta
-    concrete = [meta.get_field(name) for name in fields]
+    concrete = _fields(meta, fields)
     if connection.vendor != "postgresql":
-        objs = model.objects.bulk_create(
+        objs = model._default_manager.bulk_create(
             [model(**{f.attname: v for f, v in zip(concrete, row, strict=True)}) for row in rows],
             batch_size=500,
         )
         return [obj.pk for obj in objs]
     qn = connection.ops.quote_name
-    columns = ", ".join(qn(f.column) for f in concrete)
+    columns = ", ".join(_column(f) for f in concrete)
     arrays = ", ".join(f"%b::{_column_type(f)}[]" for f in concrete)
     sql = (
         f"INSERT INTO {qn(meta.db_table)} ({columns}) SELECT * FROM unnest({arrays}) "
-        f"RETURNING {qn(meta.pk.column)}"
+        f"RETURNING {_column(meta.pk)}"
     )
     is_json = [isinstance(f, models.JSONField) for f in concrete]
     pks: list[int] = []
@@ -120,11 +124,31 @@ def insert_rows(
     return pks
 
 
-def _column_type(field: models.Field) -> str:
+def _fields(meta: Options[Any], names: Sequence[str]) -> list[models.Field[Any, Any]]:
+    """The fields `names` of a model, each a column of its table."""
+    fields = []
+    for name in names:
+        field = meta.get_field(name)
+        if not isinstance(field, models.Field) or field.column is None:
+            raise ValueError(f"{meta.label}.{name} is not a column")
+        fields.append(field)
+    return fields
+
+
+def _column(field: models.Field[Any, Any]) -> str:
+    """`field`'s column name, quoted (only fields with a column get here: `_fields`)."""
+    assert field.column is not None
+    return connection.ops.quote_name(field.column)
+
+
+def _column_type(field: models.Field[Any, Any]) -> str:
     """The type to cast an array parameter of `field`'s values to."""
     if isinstance(field, models.ForeignKey):
-        return field.target_field.rel_db_type(connection)
-    return field.db_type(connection)
+        db_type = field.target_field.rel_db_type(connection)
+    else:
+        db_type = field.db_type(connection)
+    assert db_type is not None  # a field with a column has a type
+    return db_type
 
 
 def _binary_cursor() -> psycopg.Cursor:
@@ -137,10 +161,12 @@ def _binary_cursor() -> psycopg.Cursor:
     return psycopg.Cursor(connection.connection)
 
 
-def _update_each(meta, concrete, rows) -> None:
-    qn = connection.ops.quote_name
-    assignments = ", ".join(f"{qn(f.column)} = %s" for f in concrete)
-    sql = f"UPDATE {qn(meta.db_table)} SET {assignments} WHERE {qn(meta.pk.column)} = %s"
+def _update_each(
+    meta: Options[Any], concrete: list[models.Field[Any, Any]], rows: list[list[Any]]
+) -> None:
+    assignments = ", ".join(f"{_column(f)} = %s" for f in concrete)
+    table = connection.ops.quote_name(meta.db_table)
+    sql = f"UPDATE {table} SET {assignments} WHERE {_column(meta.pk)} = %s"
     with connection.cursor() as cursor:
         cursor.executemany(sql, [[*row[1:], row[0]] for row in rows])
 

@@ -8,6 +8,20 @@ consolidate -> reclaim -> preempt -> expand), each changing state only through a
 statement that commits or discards as a whole, and plugins (priority, gang,
 proportion, minruntime) registered by name.
 
+Layout (policies and actions call the framework's session hooks; the session enables
+plugins through the registry in framework/plugin.py and asks them; nothing in the
+engine imports the simulation or the cycle except those above them here):
+- `simulation.py`: a cluster in simulated time (scenarios, what-if, the benchmark);
+- `cycle.py`: run a cycle, apply its result, repeat to a fixed point;
+- `policies/`: the actions by name and each policy as a list of them (KAI's default
+  order for quota pools, Determined's fairshare and priority policies);
+- `actions/`: allocate, consolidate, reclaim (with its index), preempt, expand, faults;
+- `plugins/`: priority, gang, proportion (quotas, fairshare division, queue order),
+  minruntime, answering the session's hooks;
+- `framework/`: the session and its hooks, the statement, the mutable state;
+- `snapshot.py`, `decisions.py`, `resources.py`, `placement.py`, `reasons.py`: the
+  input and output types, resource vectors, pod placement and pending-reason wording.
+
 Stable interface (names are kept; additions may come):
 
 Snapshot (frozen dataclasses, string keys everywhere):
@@ -33,7 +47,7 @@ Snapshot (frozen dataclasses, string keys everywhere):
 
 Running:
 - `run_cycle(snapshot) -> CycleResult`: one cycle. Deterministic: the same snapshot
-  gives the same result in any process. `python -m scheduler_core.engine.bench` times
+  gives the same result in any process. `python -m benchmarks.engine_bench` times
   it on synthetic clusters up to 5,000 nodes / 50,000 workloads.
 - `apply_result(snapshot, result) -> ClusterSnapshot`: the state after the decisions.
 - `run_until_stable(snapshot) -> (snapshot, [CycleResult])`: cycles to a fixed point.
@@ -53,13 +67,8 @@ Simulation (shared by the scenario runner and the benchmark):
   node_up), completion by duration, usage accounting for time-based fairshare.
 """
 
-from scheduler_core.engine.cycle import (
-    ACTIONS,
-    DEFAULT_ACTIONS,
-    apply_result,
-    run_cycle,
-    run_until_stable,
-)
+from scheduler_core.engine import plugins as _builtin_plugins  # noqa: F401  (registers them)
+from scheduler_core.engine.cycle import apply_result, run_cycle, run_until_stable
 from scheduler_core.engine.decisions import (
     EVICT_FAIRSHARE,
     EVICT_FAULT,
@@ -77,7 +86,13 @@ from scheduler_core.engine.decisions import (
     QueueStatus,
     Shrink,
 )
-from scheduler_core.engine.plugins import DEFAULT_PLUGINS, Plugin, register, registered_plugins
+from scheduler_core.engine.framework.plugin import (
+    DEFAULT_PLUGINS,
+    Plugin,
+    register,
+    registered_plugins,
+)
+from scheduler_core.engine.policies import ACTIONS, DEFAULT_ACTIONS
 from scheduler_core.engine.resources import RESOURCE_NAMES, UNLIMITED, ZERO, Resources
 from scheduler_core.engine.snapshot import (
     DEFAULT_PRIORITY_BY_KIND,

@@ -5,14 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-from collections.abc import Callable
 
-from scheduler_core.engine.actions.allocate import allocate
-from scheduler_core.engine.actions.consolidate import consolidate
-from scheduler_core.engine.actions.elastic import expand
-from scheduler_core.engine.actions.faults import handle_faults
-from scheduler_core.engine.actions.preempt import preempt
-from scheduler_core.engine.actions.reclaim import reclaim
 from scheduler_core.engine.decisions import (
     EVICT_FAULT,
     Allocate,
@@ -23,12 +16,9 @@ from scheduler_core.engine.decisions import (
     Move,
     Shrink,
 )
-from scheduler_core.engine.policies.determined_fairshare import schedule_fairshare_pool
-from scheduler_core.engine.policies.determined_priority import schedule_priority_pool
-from scheduler_core.engine.session import Session
+from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.policies import ACTIONS, DEFAULT_ACTIONS
 from scheduler_core.engine.snapshot import (
-    POLICY_FAIRSHARE,
-    POLICY_PRIORITY,
     STATUS_PENDING,
     STATUS_RUNNING,
     ClusterSnapshot,
@@ -36,39 +26,7 @@ from scheduler_core.engine.snapshot import (
     WorkloadSpec,
 )
 
-
-def determined_pools(session: Session) -> None:
-    """Schedule the pools under Determined's fairshare and priority policies."""
-    for pool in session.pools.values():
-        if pool.config.policy == POLICY_FAIRSHARE:
-            schedule_fairshare_pool(session, pool)
-        elif pool.config.policy == POLICY_PRIORITY:
-            schedule_priority_pool(session, pool)
-
-
-Action = Callable[[Session], None]
-
-ACTIONS: dict[str, Action] = {
-    "faults": handle_faults,
-    "allocate": allocate,
-    "determined": determined_pools,
-    "consolidate": consolidate,
-    "reclaim": reclaim,
-    "preempt": preempt,
-    "expand": expand,
-}
-"""Every action by name."""
-
-DEFAULT_ACTIONS: tuple[str, ...] = (
-    "faults",
-    "allocate",
-    "determined",
-    "consolidate",
-    "reclaim",
-    "preempt",
-    "expand",
-)
-"""The order of a cycle: least disruptive first (faults are facts, not choices)."""
+__all__ = ["ACTIONS", "DEFAULT_ACTIONS", "apply_result", "run_cycle", "run_until_stable"]
 
 
 def run_cycle(snapshot: ClusterSnapshot, actions: tuple[str, ...] = DEFAULT_ACTIONS) -> CycleResult:

@@ -13,9 +13,14 @@ from scheduler_core.engine.resources import EPSILON, format_amount
 from scheduler_core.engine.snapshot import PLACEMENT_SPREAD, PodPlacement
 
 if TYPE_CHECKING:
-    from scheduler_core.engine.session import Session
-    from scheduler_core.engine.state import GroupState, NodeState, PoolIndex, WorkloadState
-    from scheduler_core.engine.statement import Statement
+    from scheduler_core.engine.framework.session import Session
+    from scheduler_core.engine.framework.state import (
+        GroupState,
+        NodeState,
+        PoolIndex,
+        WorkloadState,
+    )
+    from scheduler_core.engine.framework.statement import Statement
 
 Slot = tuple["NodeState", tuple[int, ...], float]
 

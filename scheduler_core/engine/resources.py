@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 RESOURCE_NAMES: tuple[str, ...] = ("gpus", "cpu", "memory")
@@ -27,20 +27,6 @@ class Resources:
     gpus: float = 0.0
     cpu: float = 0.0
     memory: float = 0.0
-
-    @staticmethod
-    def unlimited() -> Resources:
-        """Resources with every field unlimited."""
-        return Resources(UNLIMITED, UNLIMITED, UNLIMITED)
-
-    @staticmethod
-    def from_mapping(values: Mapping[str, float], default: float = 0.0) -> Resources:
-        """Build from a mapping such as {"gpus": 8}; missing resources take `default`."""
-        return Resources(
-            float(values.get("gpus", default)),
-            float(values.get("cpu", default)),
-            float(values.get("memory", default)),
-        )
 
     def as_tuple(self) -> tuple[float, float, float]:
         """(gpus, cpu, memory)."""
@@ -70,30 +56,12 @@ class Resources:
         """Every amount multiplied by `factor`."""
         return Resources(self.gpus * factor, self.cpu * factor, self.memory * factor)
 
-    def minimum(self, other: Resources) -> Resources:
-        """Per-resource minimum."""
-        return Resources(
-            min(self.gpus, other.gpus), min(self.cpu, other.cpu), min(self.memory, other.memory)
-        )
-
-    def maximum(self, other: Resources) -> Resources:
-        """Per-resource maximum."""
-        return Resources(
-            max(self.gpus, other.gpus), max(self.cpu, other.cpu), max(self.memory, other.memory)
-        )
-
     def fits_in(self, other: Resources) -> bool:
         """True when every amount is at most the other's (within EPSILON)."""
         return (
             self.gpus <= other.gpus + EPSILON
             and self.cpu <= other.cpu + EPSILON
             and self.memory <= other.memory + EPSILON
-        )
-
-    def is_zero(self) -> bool:
-        """True when every amount is (about) zero."""
-        return (
-            abs(self.gpus) <= EPSILON and abs(self.cpu) <= EPSILON and abs(self.memory) <= EPSILON
         )
 
 

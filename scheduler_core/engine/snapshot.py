@@ -215,17 +215,6 @@ class WorkloadSpec:
             total = total + g.request.scale(g.pods)
         return total
 
-    def min_request(self) -> Resources:
-        """Resources of the gang minimum (every group at min_pods)."""
-        total = Resources()
-        for g in self.groups:
-            total = total + g.request.scale(g.min_pods)
-        return total
-
-    def is_elastic(self) -> bool:
-        """True when some group may run with fewer pods than it wants."""
-        return any(g.min_pods < g.pods for g in self.groups)
-
 
 @dataclass(frozen=True, slots=True)
 class UsageRecord:

@@ -185,8 +185,9 @@ def read_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
 
 
 def pause(phase: str) -> None:
-    """Fault injection for tests (settings.SCHEDULER_CYCLE_PAUSES): sleep at `phase`."""
-    seconds = settings.SCHEDULER_CYCLE_PAUSES.get(phase)
+    """Fault injection for tests: sleep at `phase` for the seconds the test settings give
+    (SCHEDULER_CYCLE_PAUSES, config/settings_test.py; production settings have none)."""
+    seconds = getattr(settings, "SCHEDULER_CYCLE_PAUSES", {}).get(phase)
     if seconds:
         cache.set(f"{settings.SCHEDULER_KEY_PREFIX}:cycle:paused:{phase}", time.time(), 300)
         logger.warning("cycle paused %s for %.1f s (SCHEDULER_CYCLE_PAUSES)", phase, seconds)

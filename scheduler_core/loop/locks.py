@@ -23,6 +23,7 @@ from typing import Protocol
 
 from django.conf import settings
 from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from scheduler_core.outages import DATABASE_OUTAGES, on_redis_outage
 
@@ -55,7 +56,7 @@ class AdvisoryLock:
     def __init__(self, name: str, alias: str = "default") -> None:
         self.key = advisory_key(name)
         self.alias = alias
-        self.connection = None
+        self.connection: BaseDatabaseWrapper | None = None
 
     def acquire(self) -> bool:
         conn = connections.create_connection(self.alias)

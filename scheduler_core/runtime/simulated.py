@@ -72,6 +72,7 @@ def simulated_runs() -> list[Completion]:
     ).values_list("pk", "started_at", "progress_seconds", "spec")
     runs = []
     for pk, started_at, progress, spec in rows:
+        assert started_at is not None  # (filtered)
         finish = due_at(spec=spec, progress=progress, started_at=started_at)
         if finish is not None:
             runs.append(Completion(pk, started_at, finish))

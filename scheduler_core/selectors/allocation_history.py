@@ -55,11 +55,13 @@ def allocation_history(
     event_q = Q(created_at__gte=since, created_at__lte=now, type__in=STARTS | STOPS)
     if pool is not None:
         event_q &= Q(pool=pool)
-    events = list(
-        SchedulingEvent.objects.filter(event_q, workload__in=workloads.values("pk"))
+    events = [
+        (event, event.workload)
+        for event in SchedulingEvent.objects.filter(event_q, workload__in=workloads.values("pk"))
         .select_related("workload", "workload__project")
         .order_by("created_at", "id")[:MAX_EVENTS]
-    )
+        if event.workload is not None  # (always: filtered by workload)
+    ]
     # Workloads holding GPUs since before the window, with what they hold now.
     held_now: dict[int, tuple[str, float]] = {}
     running = Allocation.objects.filter(
@@ -76,13 +78,12 @@ def allocation_history(
     step = window / max(points - 1, 1)
     times = [since + step * i for i in range(points)]
     holding: dict[int, tuple[str, float]] = dict(held_now)
-    projects = {name for name, _ in holding.values()} | {e.workload.project.name for e in events}
+    projects = {name for name, _ in holding.values()} | {w.project.name for _, w in events}
     series: dict[str, list[float]] = {name: [] for name in sorted(projects)}
     cursor = 0
     for t in times:
-        while cursor < len(events) and events[cursor].created_at <= t:
-            event = events[cursor]
-            workload = event.workload
+        while cursor < len(events) and events[cursor][0].created_at <= t:
+            event, workload = events[cursor]
             if event.type in STARTS:
                 holding[workload.pk] = (
                     workload.project.name,

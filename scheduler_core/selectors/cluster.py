@@ -36,13 +36,16 @@ class PoolSummary:
 def pool_summaries() -> list[PoolSummary]:
     """Per pool: nodes, GPUs total/allocated/free, running and pending workloads (5 queries)."""
     pools = list(NodePool.objects.order_by("name"))
-    node_stats = {
-        row["pool_id"]: row
-        for row in Node.objects.values("pool_id").annotate(
+    # pool id -> (nodes, ready nodes, GPUs)
+    node_stats: dict[int, tuple[int, int, int]] = {
+        pool_id: (n, ready, gpus or 0)
+        for pool_id, n, ready, gpus in Node.objects.values("pool_id")
+        .annotate(
             n=Count("id"),
             ready=Count("id", filter=Q(state=NodeState.READY)),
             gpus=Sum("gpu_count"),
         )
+        .values_list("pool_id", "n", "ready", "gpus")
     }
     allocated: dict[int, float] = {}
     for row in Allocation.objects.values("node__pool_id", "gpu_devices", "gpu_fraction"):
@@ -51,12 +54,12 @@ def pool_summaries() -> list[PoolSummary]:
             devices * row["gpu_fraction"] if devices else 0.0
         )
     running: dict[int, int] = {}
-    for row in (
+    for counted in (
         Allocation.objects.filter(workload__status=WorkloadStatus.RUNNING)
         .values("node__pool_id")
         .annotate(w=Count("workload_id", distinct=True))
     ):
-        running[row["node__pool_id"]] = row["w"]
+        running[counted["node__pool_id"]] = counted["w"]
     # A pending workload counts in each of its candidate pools (in every pool if it names
     # none), as the queue view shows it.
     pools_of: dict[int, set[int | None]] = {}
@@ -71,15 +74,15 @@ def pool_summaries() -> list[PoolSummary]:
                 pending[pool.pk] = pending.get(pool.pk, 0) + 1
     summaries = []
     for pool in pools:
-        stats = node_stats.get(pool.pk, {})
+        nodes, nodes_ready, gpus_total = node_stats.get(pool.pk, (0, 0, 0))
         summaries.append(
             PoolSummary(
                 id=pool.pk,
                 name=pool.name,
                 policy=pool.policy,
-                nodes=stats.get("n", 0),
-                nodes_ready=stats.get("ready", 0),
-                gpus_total=stats.get("gpus") or 0,
+                nodes=nodes,
+                nodes_ready=nodes_ready,
+                gpus_total=gpus_total,
                 gpus_allocated=round(allocated.get(pool.pk, 0.0), 2),
                 running=running.get(pool.pk, 0),
                 pending=pending.get(pool.pk, 0),

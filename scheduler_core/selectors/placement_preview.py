@@ -83,11 +83,11 @@ def placement_preview(
     allocated: dict[int, float] = {}
     if project is not None:
         quotas = {q.pool_id: q for q in Quota.objects.filter(project=project)}
-        for pool_map in maps.values():
-            allocated[pool_map.pool.pk] = round(
+        for each_map in maps.values():
+            allocated[each_map.pool.pk] = round(
                 sum(
                     s.fraction
-                    for n in pool_map.nodes
+                    for n in each_map.nodes
                     for d in n.devices
                     for s in d.slices
                     if s.project_id == project.pk

@@ -43,14 +43,18 @@ class PoolQueues:
     departments: list[QueueRow] = field(default_factory=list)
     projects: list[QueueRow] = field(default_factory=list)
     pending: list[Workload] = field(default_factory=list)
+    # What the API shows of `pending`: how many there are and the first page of them.
+    pending_total: int = 0
+    pending_page: list[Workload] = field(default_factory=list)
 
 
-def _row(state: QueueState, owner: Department | Project, kind: str) -> QueueRow:
+def _row(state: QueueState, owner: Department | Project) -> QueueRow:
+    project = owner if isinstance(owner, Project) else None
     return QueueRow(
-        kind=kind,
+        kind="project" if project is not None else "department",
         id=owner.pk,
         name=owner.name,
-        parent=owner.department.name if kind == "project" else None,
+        parent=project.department.name if project is not None else None,
         rank=owner.rank,
         over_quota_weight=owner.over_quota_weight,
         deserved_gpus=state.deserved_gpus,
@@ -85,10 +89,10 @@ def queue_overview(*, user, pool: NodePool | None = None) -> list[PoolQueues]:
     by_pool = {p.pk: PoolQueues(pool=p) for p in pools}
     for state in states:
         target = by_pool[state.pool_id]
-        if state.project_id:
-            target.projects.append(_row(state, state.project, "project"))
-        else:
-            target.departments.append(_row(state, state.department, "department"))
+        if state.project is not None:
+            target.projects.append(_row(state, state.project))
+        elif state.department is not None:
+            target.departments.append(_row(state, state.department))
     pending = list(
         Workload.objects.visible_to(user)
         .filter(status=WorkloadStatus.PENDING)

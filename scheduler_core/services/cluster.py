@@ -4,71 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from scheduler_core import access
-from scheduler_core.choices import (
-    EventType,
-    FairshareMode,
-    NodeState,
-    Placement,
-    Policy,
-    WorkloadStatus,
-)
+from scheduler_core.choices import EventType, NodeState, WorkloadStatus
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Allocation, Node, NodePool, Workload
+from scheduler_core.schemas.errors import SchemaInvalid, validate
+from scheduler_core.schemas.pools import PoolSettings
 from scheduler_core.services.errors import FieldErrors, check_slug_name, require_non_negative
 
-POOL_FIELDS = {
-    "description": str,
-    "policy": str,
-    "placement": str,
-    "preemption": bool,
-    "consolidation": bool,
-    "max_consolidation_evaluations": int,
-    "max_reclaims_per_cycle": int,
-    "max_preemptions_per_cycle": int,
-    "min_guaranteed_runtime": int,
-    "over_quota_weight_from_quota": bool,
-    "fairshare_mode": str,
-    "time_based_window": int,
-    "time_based_half_life": int,
-    "time_based_k": float,
-}
-# Per-cycle pacing of evictions: None means no bound.
-UNBOUNDED_WHEN_NONE = {"max_reclaims_per_cycle", "max_preemptions_per_cycle"}
-CHOICES = {
-    "policy": Policy.values,
-    "placement": Placement.values,
-    "fairshare_mode": FairshareMode.values,
-}
 
-
-def _validate_pool_settings(settings: dict[str, Any]) -> None:
-    errors = FieldErrors()
-    for key, value in settings.items():
-        kind = POOL_FIELDS.get(key)
-        if key in UNBOUNDED_WHEN_NONE and value is None:
-            continue
-        if key in UNBOUNDED_WHEN_NONE and isinstance(value, int) and value < 1:
-            errors.add(key, f"must be at least 1 (or empty for no bound), got {value!r}")
-        elif kind is None:
-            errors.add(key, "is not a pool setting")
-        elif kind is bool and not isinstance(value, bool):
-            errors.add(key, f"must be true or false, got {value!r}")
-        elif kind in (int, float) and (
-            not isinstance(value, int | float) or isinstance(value, bool) or value < 0
-        ):
-            errors.add(key, f"must be a number of 0 or more, got {value!r}")
-        elif kind is int and not float(value).is_integer():
-            errors.add(key, f"must be a whole number, got {value!r}")
-        elif key in CHOICES and value not in CHOICES[key]:
-            errors.add(key, f"must be one of {', '.join(CHOICES[key])}, got {value!r}")
-    if settings.get("time_based_half_life") == 0:
-        errors.add("time_based_half_life", "must be above 0")
-    errors.raise_if_any()
+def _validate_pool_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings as given, once they match the pools' schema (PoolSettings)."""
+    try:
+        return validate(PoolSettings, settings).given()
+    except SchemaInvalid as exc:
+        raise ValidationError(exc.by_field()) from None
 
 
 def pool_create(*, user, name: str, **settings: Any) -> NodePool:
@@ -79,14 +34,13 @@ def pool_create(*, user, name: str, **settings: Any) -> NodePool:
     if NodePool.objects.filter(name=name).exists():
         errors.add("name", f"a pool named {name!r} already exists")
     errors.raise_if_any()
-    _validate_pool_settings(settings)
-    return NodePool.objects.create(name=name, **settings)
+    return NodePool.objects.create(name=name, **_validate_pool_settings(settings))
 
 
 def pool_update(*, user, pool: NodePool, **settings: Any) -> NodePool:
     """Change a pool's policy or scheduling settings."""
     access.require_system_admin(user, "manage pools and nodes")
-    _validate_pool_settings(settings)
+    settings = _validate_pool_settings(settings)
     with transaction.atomic():
         for key, value in settings.items():
             setattr(pool, key, value)
@@ -238,16 +192,4 @@ def node_mark_down(*, node: Node, reason: str) -> Node:
         node = _set_state(node, NodeState.DOWN, reason)
         evict_pods_on_node(node, reason=reason, fault=True)
         request_cycle()
-    return node
-
-
-def node_heartbeat(*, node: Node) -> Node:
-    """Record that a node is alive; a down node that reports again becomes ready."""
-    with transaction.atomic():
-        node = Node.objects.select_for_update().get(pk=node.pk)
-        node.last_heartbeat = timezone.now()
-        node.save(update_fields=["last_heartbeat"])
-        if node.state == NodeState.DOWN:
-            node = _set_state(node, NodeState.READY, f"node {node.name} is back")
-            request_cycle()
     return node

@@ -15,6 +15,11 @@ class FieldErrors:
     def add(self, field: str, message: str) -> None:
         self.errors.setdefault(field, []).append(message)
 
+    def extend(self, fields: dict[str, list[str]]) -> None:
+        """Add `field -> messages`, e.g. a schema's (SchemaInvalid.by_field())."""
+        for field, messages in fields.items():
+            self.errors.setdefault(field, []).extend(messages)
+
     def __bool__(self) -> bool:
         return bool(self.errors)
 

@@ -14,8 +14,6 @@ from django.utils import timezone
 
 from scheduler_core import access
 from scheduler_core.choices import (
-    DEFAULT_PREEMPTIBLE,
-    DEFAULT_PRIORITY,
     TERMINAL_STATES,
     EventType,
     WorkloadKind,
@@ -32,14 +30,15 @@ from scheduler_core.models import (
     Workload,
     WorkloadCandidatePool,
 )
-from scheduler_core.services.errors import FieldErrors, require_non_negative
-
-GROUP_KEYS = {"name", "pods", "min_pods", "gpus", "cpu", "memory"}
+from scheduler_core.schemas.errors import SchemaInvalid, validate
+from scheduler_core.schemas.workloads import NewPriority, PodGroup, WorkloadSubmission
+from scheduler_core.services.errors import FieldErrors
 
 
 @dataclass
 class WorkloadRequest:
-    """What a user asks for; defaults follow the workload kind."""
+    """What a user asks for: a project, a name, candidate pools and the workload's shape
+    (checked by `scheduler_core.schemas.workloads`); defaults follow the workload kind."""
 
     project: Project
     name: str
@@ -57,57 +56,40 @@ class WorkloadRequest:
     weight: float = 1.0
     backoff_limit: int | None = None
     spec: dict[str, Any] = field(default_factory=dict)
+    checked: WorkloadSubmission | None = field(default=None, repr=False, compare=False)
 
+    @classmethod
+    def from_shape(
+        cls, *, project: Project, name: str, pools: Sequence[NodePool], shape: WorkloadSubmission
+    ) -> WorkloadRequest:
+        """A request whose shape its caller has checked already (the API does, to answer
+        every problem of a body at once)."""
+        return cls(project=project, name=name, pools=pools, checked=shape, **shape.given())
 
-def _check_group(errors: FieldErrors, prefix: str, group: dict[str, Any]) -> None:
-    pods, min_pods = group.get("pods"), group.get("min_pods")
-    if not isinstance(pods, int) or isinstance(pods, bool) or pods < 1:
-        errors.add(f"{prefix}pods", f"must be a whole number of at least 1, got {pods!r}")
-    elif min_pods is not None:
-        if not isinstance(min_pods, int) or isinstance(min_pods, bool) or min_pods < 1:
-            errors.add(
-                f"{prefix}min_pods", f"must be a whole number of at least 1, got {min_pods!r}"
-            )
-        elif min_pods > pods:
-            errors.add(f"{prefix}min_pods", f"must not exceed pods ({pods}), got {min_pods}")
-    for key in ("gpus", "cpu", "memory"):
-        require_non_negative(errors, f"{prefix}{key}", group.get(key, 0))
-    gpus = group.get("gpus", 0)
-    if isinstance(gpus, int | float) and gpus > 1 and not float(gpus).is_integer():
-        errors.add(
-            f"{prefix}gpus",
-            f"a pod asks for a fraction of one GPU (below 1) or whole GPUs, got {gpus:g}",
-        )
-
-
-def _normalised_groups(req: WorkloadRequest) -> list[dict[str, Any]]:
-    if req.groups:
-        return [
-            {
-                "name": str(g.get("name", f"group-{i}")),
-                "pods": g.get("pods", 1),
-                "min_pods": g.get("min_pods", g.get("pods", 1)),
-                "gpus": g.get("gpus", 0),
-                "cpu": g.get("cpu", 0),
-                "memory": g.get("memory", 0),
-            }
-            for i, g in enumerate(req.groups)
-        ]
-    return [
-        {
-            "name": "main",
-            "pods": req.pods,
-            "min_pods": req.min_pods if req.min_pods is not None else req.pods,
-            "gpus": req.gpus,
-            "cpu": req.cpu,
-            "memory": req.memory,
+    def shape(self) -> WorkloadSubmission:
+        """The shape it asks for, checked (raises SchemaInvalid)."""
+        if self.checked is not None:
+            return self.checked
+        stated = {
+            "kind": self.kind,
+            "priority": self.priority,
+            "preemptible": self.preemptible,
+            "node_selector": self.node_selector or {},
+            "weight": self.weight,
+            "backoff_limit": self.backoff_limit,
+            "spec": self.spec or {},
         }
-    ]
+        if self.groups:
+            stated["groups"] = self.groups
+        else:
+            stated |= {"pods": self.pods, "min_pods": self.min_pods, "gpus": self.gpus}
+            stated |= {"cpu": self.cpu, "memory": self.memory}
+        return validate(WorkloadSubmission, {k: v for k, v in stated.items() if v is not None})
 
 
 def _fits_somewhere(
     errors: FieldErrors,
-    groups: list[dict[str, Any]],
+    groups: list[PodGroup],
     pools: Sequence[NodePool],
     nodes_by_pool: dict[int, list[Node]],
     use_groups: bool,
@@ -126,7 +108,7 @@ def _fits_somewhere(
             ("memory", "memory", "GiB of memory"),
         ):
             largest = max(getattr(n, attr) for n in nodes)
-            want = g[key]
+            want = getattr(g, key)
             if key != "gpus" and largest == 0:
                 continue  # nodes that do not declare cpu/memory do not limit it
             if want > largest:
@@ -135,9 +117,7 @@ def _fits_somewhere(
                     f"a pod asks for {want:g} {unit} but the largest node in {pool_names} "
                     f"has {largest:g}",
                 )
-    gang_gpus = sum(
-        g["min_pods"] * (math.ceil(g["gpus"]) if g["gpus"] >= 1 else g["gpus"]) for g in groups
-    )
+    gang_gpus = sum(g.gang * (math.ceil(g.gpus) if g.gpus >= 1 else g.gpus) for g in groups)
     best = max(sum(n.gpu_count for n in nodes_by_pool.get(p.pk, [])) for p in pools)
     if gang_gpus > best:
         errors.add(
@@ -149,7 +129,9 @@ def _fits_somewhere(
 
 def _validate(
     req: WorkloadRequest, *, nodes_by_pool: dict[int, list[Node]], all_pools: list[NodePool]
-) -> tuple[list[dict[str, Any]], list[NodePool]]:
+) -> tuple[WorkloadSubmission, list[NodePool]]:
+    """The request's shape and pools, once its name is usable, its shape matches the schema
+    and its pods and gang fit the candidate pools."""
     errors = FieldErrors()
     if not req.name or len(req.name) > 100:
         errors.add("name", "is required (at most 100 characters)")
@@ -158,67 +140,40 @@ def _validate(
             "name",
             f"use letters, digits, dashes and underscores (like 'resnet-50'), got {req.name!r}",
         )
-    if req.kind not in WorkloadKind.values:
-        errors.add("kind", f"must be one of {', '.join(WorkloadKind.values)}, got {req.kind!r}")
-    if req.weight is None or req.weight <= 0:
-        errors.add("weight", f"must be above 0, got {req.weight!r}")
-    if req.backoff_limit is not None and req.backoff_limit < 0:
-        errors.add("backoff_limit", f"must be 0 or more, got {req.backoff_limit}")
-    for key, value in (req.node_selector or {}).items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            errors.add("node_selector", "must map label names to label values (strings)")
-            break
-    duration = (req.spec or {}).get("duration")
-    if duration is not None and (not isinstance(duration, int | float) or duration <= 0):
-        errors.add("spec.duration", f"must be a number of seconds above 0, got {duration!r}")
-    groups = _normalised_groups(req)
-    use_groups = bool(req.groups)
-    names = set()
-    for i, g in enumerate(groups):
-        _check_group(errors, f"groups[{i}]." if use_groups else "", g)
-        if use_groups:
-            unknown = set(req.groups[i]) - GROUP_KEYS
-            if unknown:
-                errors.add(f"groups[{i}]", f"unknown fields: {', '.join(sorted(unknown))}")
-            if g["name"] in names:
-                errors.add(f"groups[{i}].name", f"group name {g['name']!r} is used twice")
-            names.add(g["name"])
-    if req.kind == WorkloadKind.CPU and any(g["gpus"] for g in groups):
-        errors.add("gpus", "a CPU-only workload cannot ask for GPUs")
-    pools = list(req.pools) or all_pools
-    if not errors:
-        _fits_somewhere(errors, groups, pools, nodes_by_pool, use_groups)
+    try:
+        shape = req.shape()
+    except SchemaInvalid as exc:
+        errors.extend(exc.by_field())
     errors.raise_if_any()
-    return groups, list(req.pools)
+    _fits_somewhere(
+        errors, shape.pod_groups(), list(req.pools) or all_pools, nodes_by_pool, bool(shape.groups)
+    )
+    errors.raise_if_any()
+    return shape, list(req.pools)
 
 
-def _build(req: WorkloadRequest, *, user, groups, now) -> Workload:
+def _build(req: WorkloadRequest, *, user, shape: WorkloadSubmission, now) -> Workload:
     """An unsaved workload for a validated request, with the kind's defaults applied."""
-    single = len(groups) == 1 and not req.groups
+    groups = shape.pod_groups()
+    single = shape.groups is None
     main = groups[0]
-    priority = req.priority if req.priority is not None else DEFAULT_PRIORITY[req.kind]
-    if req.preemptible is not None:
-        preemptible = req.preemptible
-    elif req.priority is not None:
-        preemptible = priority < 100  # priority >= 100 is non-preemptible by default
-    else:
-        preemptible = DEFAULT_PREEMPTIBLE[req.kind]
+    priority, preemptible = shape.priority_and_preemptible()
     return Workload(
         project=req.project,
         name=req.name,
-        kind=req.kind,
+        kind=shape.kind,
         priority=priority,
         preemptible=preemptible,
-        pods=main["pods"] if single else sum(g["pods"] for g in groups),
-        min_pods=main["min_pods"] if single else sum(g["min_pods"] for g in groups),
-        gpus=main["gpus"] if single else 0,
-        cpu=main["cpu"] if single else 0,
-        memory=main["memory"] if single else 0,
-        groups=[] if single else groups,
-        node_selector=req.node_selector or {},
-        weight=req.weight,
-        backoff_limit=req.backoff_limit,
-        spec=req.spec or {},
+        pods=sum(g.pods for g in groups),
+        min_pods=sum(g.gang for g in groups),
+        gpus=main.gpus if single else 0,
+        cpu=main.cpu if single else 0,
+        memory=main.memory if single else 0,
+        groups=[] if single else [g.model_dump() for g in groups],
+        node_selector=shape.node_selector,
+        weight=shape.weight,
+        backoff_limit=shape.backoff_limit,
+        spec=shape.spec.model_dump(exclude_unset=True),
         submitted_by=user if access.is_authenticated(user) else None,
         submitted_at=now,
         status=WorkloadStatus.PENDING,
@@ -238,7 +193,7 @@ def _existing_names(requests: Sequence[WorkloadRequest]) -> set[tuple[int, str]]
 
 def _insert(
     requests: Sequence[WorkloadRequest],
-    validated: Sequence[tuple[list[dict[str, Any]], list[NodePool]]],
+    validated: Sequence[tuple[WorkloadSubmission, list[NodePool]]],
     *,
     user,
     now,
@@ -246,8 +201,8 @@ def _insert(
     """Write validated workloads, their candidate pools and `submitted` events in a few bulk
     INSERTs, publish the events after commit, and ask for one cycle."""
     workloads = [
-        _build(req, user=user, groups=groups, now=now)
-        for req, (groups, _pools) in zip(requests, validated, strict=True)
+        _build(req, user=user, shape=shape, now=now)
+        for req, (shape, _pools) in zip(requests, validated, strict=True)
     ]
     try:
         with transaction.atomic():
@@ -259,7 +214,7 @@ def _insert(
     WorkloadCandidatePool.objects.bulk_create(
         [
             WorkloadCandidatePool(workload=w, pool=p, preference=i)
-            for w, (_groups, pools) in zip(workloads, validated, strict=True)
+            for w, (_shape, pools) in zip(workloads, validated, strict=True)
             for i, p in enumerate(pools)
         ]
     )
@@ -372,8 +327,10 @@ def workload_cancel(*, user, workload: Workload) -> Workload:
 def workload_set_priority(*, user, workload: Workload, priority: int) -> Workload:
     """Change a workload's priority (it is re-ordered at the next cycle)."""
     _require_actor(user, workload)
-    if not isinstance(priority, int) or isinstance(priority, bool):
-        raise ValidationError({"priority": f"must be a whole number, got {priority!r}"})
+    try:
+        priority = validate(NewPriority, {"priority": priority}).priority
+    except SchemaInvalid as exc:
+        raise ValidationError(exc.by_field()) from None
     with transaction.atomic():
         workload = _locked(workload)
         if workload.status in TERMINAL_STATES:

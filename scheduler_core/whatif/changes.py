@@ -18,36 +18,33 @@ Shape (every key optional; names are those of the copied cluster or scenario):
   a key left out keeps its current value.
 - weights: exactly one of project/department and over_quota_weight (>= 0) and/or rank
   (a whole number).
-- pools: a pool and any of its settings: policy (quota|fairshare|priority), placement
-  (binpack|spread), preemption, consolidation, over_quota_weight_from_quota (true/false),
-  min_guaranteed_runtime, max_consolidation_evaluations (whole numbers >= 0),
-  fairshare_mode (point_in_time|time_based).
+- pools: a pool and any of its settings (the schema of a scenario's pool entries, less
+  time_based): policy (quota|fairshare|priority), placement (binpack|spread), preemption,
+  consolidation, over_quota_weight_from_quota (true/false), min_guaranteed_runtime,
+  max_consolidation_evaluations (whole numbers >= 0), max_reclaims_per_cycle,
+  max_preemptions_per_cycle (whole numbers >= 1, null = no bound), fairshare_mode
+  (point_in_time|time_based).
 - add_nodes: name (new), pool, gpus (whole number >= 0), optional cpu, memory, labels and
   count (adds name-1 .. name-N).
 - remove_nodes: names of nodes; they go down at time 0, so their pods are evicted (reason
   fault) and their workloads queue again, exactly as if the machines were taken away.
 
-Errors name the field: {"changes.quotas[0].gpus": ["must be a number of 0 or more, got 'x'"]}.
+The shape of each change is the schema's (`scheduler_core.schemas.changes`); this module
+checks the names against the scenario and applies the changes. Errors name the field:
+{"changes.quotas[0].gpus": ["must be a number >= 0, got 'x'"]}.
 """
 
 from __future__ import annotations
 
 import copy
-import math
-import re
 from typing import Any
 
+from scheduler_core.schemas.base import counted_names
+from scheduler_core.schemas.changes import LIMITS, RESOURCES, AddNode, Changes, QuotaChange
+from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.services.errors import FieldErrors
 
-KEYS = ("quotas", "weights", "pools", "add_nodes", "remove_nodes")
-RESOURCES = ("gpus", "cpu", "memory")
-LIMITS = tuple(f"limit_{r}" for r in RESOURCES)
-POOL_CHOICES = {
-    "policy": ("quota", "fairshare", "priority"),
-    "placement": ("binpack", "spread"),
-    "fairshare_mode": ("point_in_time", "time_based"),
-}
-POOL_BOOLS = ("preemption", "consolidation", "over_quota_weight_from_quota")
+KEYS = tuple(Changes.model_fields)
 POOL_DEFAULTS = {  # FORMAT.md's defaults, for describing a change to a key left out
     "policy": "quota",
     "placement": "binpack",
@@ -56,19 +53,10 @@ POOL_DEFAULTS = {  # FORMAT.md's defaults, for describing a change to a key left
     "over_quota_weight_from_quota": False,
     "min_guaranteed_runtime": 0,
     "max_consolidation_evaluations": 100,
+    "max_reclaims_per_cycle": 100,
+    "max_preemptions_per_cycle": 100,
     "fairshare_mode": "point_in_time",
 }
-POOL_COUNTS = ("min_guaranteed_runtime", "max_consolidation_evaluations")
-NODE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-MAX_ADDED_NODES = 1000
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def is_whole(value: Any) -> bool:
-    return is_number(value) and float(value).is_integer()
 
 
 def is_empty(changes: dict[str, Any] | None) -> bool:
@@ -80,8 +68,6 @@ class _Names:
 
     def __init__(self, scenario: dict[str, Any]) -> None:
         self.pools = {p["name"] for p in scenario.get("pools") or []}
-        self.projects = {p["name"] for p in scenario.get("projects") or []}
-        self.departments = {d["name"] for d in scenario.get("departments") or []}
         self.nodes = set(_node_names(scenario))
         self.queues = {("project", p["name"]): p for p in scenario.get("projects") or []} | {
             ("department", d["name"]): d for d in scenario.get("departments") or []
@@ -89,106 +75,91 @@ class _Names:
 
 
 def _node_names(scenario: dict[str, Any]) -> list[str]:
-    names = []
-    for node in scenario.get("nodes") or []:
-        count = node.get("count")
-        if count:
-            names.extend(f"{node['name']}-{i}" for i in range(1, int(count) + 1))
-        else:
-            names.append(node["name"])
-    return names
+    return [
+        name
+        for node in scenario.get("nodes") or []
+        for name in counted_names(node["name"], node.get("count"))
+    ]
 
 
 def validate_changes(changes: Any, *, scenario: dict[str, Any]) -> dict[str, Any]:
     """Check `changes` against `scenario`; return them normalized or raise ValidationError.
 
-    Every problem is reported at once, keyed `changes.<list>[<i>].<field>`.
+    Every problem is reported at once, keyed `changes.<list>[<i>].<field>`: the schema's,
+    and names that the scenario does not have (looked up even in items of a bad shape).
     """
-    errors = FieldErrors()
     if changes in (None, ""):
         return {}
-    if not isinstance(changes, dict):
-        errors.add("changes", f"must be an object with any of {', '.join(KEYS)}")
-        errors.raise_if_any()
-    for key in changes:
-        if key not in KEYS:
-            errors.add(f"changes.{key}", f"unknown change; use any of {', '.join(KEYS)}")
+    errors = FieldErrors()
+    parsed: Changes | None = None
+    try:
+        parsed = validate(Changes, changes)
+    except SchemaInvalid as exc:
+        errors.extend(exc.by_field("changes"))
     names = _Names(scenario)
-    normalized: dict[str, Any] = {}
-    for key in KEYS:
-        items = changes.get(key)
-        if items in (None, []):
-            continue
-        if not isinstance(items, list):
-            errors.add(f"changes.{key}", "must be a list")
-            continue
-        check = _CHECKS[key]
-        normalized[key] = [
-            check(errors, f"changes.{key}[{i}]", item, names) for i, item in enumerate(items)
-        ]
-    _check_node_names_unique(errors, normalized, names)
+    if isinstance(changes, dict):
+        _check_names(errors, changes, names)
+    if parsed is not None:
+        for i, quota in enumerate(parsed.quotas):
+            if quota.owner in names.queues:
+                _check_limits(errors, f"changes.quotas[{i}]", quota, names.queues[quota.owner])
     errors.raise_if_any()
-    return normalized
+    assert parsed is not None
+    return {
+        key: [item if isinstance(item, str) else item.given() for item in items]
+        for key in KEYS
+        if (items := getattr(parsed, key))
+    }
 
 
-def _owner(errors: FieldErrors, where: str, item: dict, names: _Names) -> tuple[str, str] | None:
-    kinds = [k for k in ("project", "department") if k in item]
-    if len(kinds) != 1:
-        errors.add(where, "name exactly one of 'project' or 'department'")
-        return None
-    kind = kinds[0]
-    name = item[kind]
-    known = names.projects if kind == "project" else names.departments
-    if name not in known:
-        errors.add(f"{where}.{kind}", f"no {kind} named {name!r}")
-        return None
-    return kind, name
+def _items(changes: dict[str, Any], key: str) -> list[tuple[str, Any]]:
+    items = changes.get(key)
+    if not isinstance(items, list):
+        return []
+    return [(f"changes.{key}[{i}]", item) for i, item in enumerate(items)]
 
 
-def _require_object(errors: FieldErrors, where: str, item: Any) -> bool:
-    if not isinstance(item, dict):
-        errors.add(where, "must be an object")
-        return False
-    return True
+def _check_names(errors: FieldErrors, changes: dict[str, Any], names: _Names) -> None:
+    """Every name a change gives (as a string) must be one of the scenario's."""
+    for key in ("quotas", "weights"):
+        for where, item in _items(changes, key):
+            for kind in ("project", "department"):
+                name = item.get(kind) if isinstance(item, dict) else None
+                if isinstance(name, str) and (kind, name) not in names.queues:
+                    errors.add(f"{where}.{kind}", f"no {kind} named {name!r}")
+    for key in ("quotas", "pools", "add_nodes"):
+        for where, item in _items(changes, key):
+            pool = item.get("pool") if isinstance(item, dict) else None
+            if isinstance(pool, str) and pool not in names.pools:
+                errors.add(f"{where}.pool", f"no pool named {pool!r}")
+    seen = set(names.nodes)
+    for where, item in _items(changes, "add_nodes"):
+        try:
+            added = validate(AddNode, item).names()
+        except SchemaInvalid:
+            continue  # its shape is reported already
+        for name in added:
+            if name in seen:
+                errors.add(f"{where}.name", f"a node named {name!r} already exists")
+                break
+            seen.add(name)
+    for where, name in _items(changes, "remove_nodes"):
+        if isinstance(name, str) and name not in names.nodes:
+            errors.add(where, f"no node named {name!r}")
 
 
-def _unknown_fields(errors: FieldErrors, where: str, item: dict, allowed: tuple[str, ...]):
-    for key in item:
-        if key not in allowed:
-            errors.add(f"{where}.{key}", f"unknown field; use any of {', '.join(allowed)}")
-
-
-def _pool(errors: FieldErrors, where: str, item: dict, names: _Names) -> None:
-    pool = item.get("pool")
-    if pool is None:
-        errors.add(f"{where}.pool", "is required")
-    elif pool not in names.pools:
-        errors.add(f"{where}.pool", f"no pool named {pool!r}")
-
-
-def _check_quota(errors: FieldErrors, where: str, item: Any, names: _Names) -> dict:
-    if not _require_object(errors, where, item):
-        return {}
-    _unknown_fields(errors, where, item, ("project", "department", "pool", *RESOURCES, *LIMITS))
-    owner = _owner(errors, where, item, names)
-    _pool(errors, where, item, names)
-    values = {k: item[k] for k in (*RESOURCES, *LIMITS) if k in item}
-    current = names.queues.get(owner, {}) if owner else {}
-    if not values:
-        errors.add(where, f"change at least one of {', '.join((*RESOURCES, *LIMITS))}")
-    for key, value in values.items():
-        if value is None and key in LIMITS:
-            continue
-        if not is_number(value) or value < 0:
-            errors.add(f"{where}.{key}", f"must be a number of 0 or more, got {value!r}")
+def _check_limits(
+    errors: FieldErrors, where: str, item: QuotaChange, current: dict[str, Any]
+) -> None:
+    """A limit stays at or above the deserved quota, counting the values left unchanged."""
+    values = {k: v for k, v in item.given().items() if k in (*RESOURCES, *LIMITS)}
+    pool_quota = (current.get("quota") or {}).get(item.pool, {})
+    pool_limit = (current.get("limit") or {}).get(item.pool, {})
     for resource in RESOURCES:
-        # a value left out keeps the current one: check the pair as it would end up
-        pool_quota = (current.get("quota") or {}).get(item.get("pool"), {})
-        pool_limit = (current.get("limit") or {}).get(item.get("pool"), {})
         deserved = values.get(resource, pool_quota.get(resource, 0))
         limit = values.get(f"limit_{resource}", pool_limit.get(resource))
         changed = resource in values or f"limit_{resource}" in values
-        if changed and is_number(deserved) and is_number(limit) and limit < deserved:
+        if changed and deserved is not None and limit is not None and limit < deserved:
             if f"limit_{resource}" in values:
                 errors.add(
                     f"{where}.limit_{resource}",
@@ -199,109 +170,11 @@ def _check_quota(errors: FieldErrors, where: str, item: Any, names: _Names) -> d
                     f"{where}.{resource}",
                     f"is above the current limit ({limit:g}); raise limit_{resource} too",
                 )
-    return dict(item)
-
-
-def _check_weight(errors: FieldErrors, where: str, item: Any, names: _Names) -> dict:
-    if not _require_object(errors, where, item):
-        return {}
-    _unknown_fields(errors, where, item, ("project", "department", "over_quota_weight", "rank"))
-    _owner(errors, where, item, names)
-    if "over_quota_weight" not in item and "rank" not in item:
-        errors.add(where, "change over_quota_weight and/or rank")
-    weight = item.get("over_quota_weight")
-    if "over_quota_weight" in item and (not is_number(weight) or weight < 0):
-        errors.add(f"{where}.over_quota_weight", f"must be a number of 0 or more, got {weight!r}")
-    if "rank" in item and not is_whole(item["rank"]):
-        errors.add(f"{where}.rank", f"must be a whole number, got {item['rank']!r}")
-    return dict(item)
-
-
-def _check_pool(errors: FieldErrors, where: str, item: Any, names: _Names) -> dict:
-    if not _require_object(errors, where, item):
-        return {}
-    settings = (*POOL_CHOICES, *POOL_BOOLS, *POOL_COUNTS)
-    _unknown_fields(errors, where, item, ("pool", *settings))
-    _pool(errors, where, item, names)
-    if not any(key in item for key in settings):
-        errors.add(where, f"change at least one of {', '.join(settings)}")
-    for key, options in POOL_CHOICES.items():
-        if key in item and item[key] not in options:
-            errors.add(f"{where}.{key}", f"must be one of {', '.join(options)}, got {item[key]!r}")
-    for key in POOL_BOOLS:
-        if key in item and not isinstance(item[key], bool):
-            errors.add(f"{where}.{key}", f"must be true or false, got {item[key]!r}")
-    for key in POOL_COUNTS:
-        if key in item and (not is_whole(item[key]) or item[key] < 0):
-            errors.add(f"{where}.{key}", f"must be a whole number of 0 or more, got {item[key]!r}")
-    return dict(item)
-
-
-def _check_add_node(errors: FieldErrors, where: str, item: Any, names: _Names) -> dict:
-    if not _require_object(errors, where, item):
-        return {}
-    _unknown_fields(
-        errors, where, item, ("name", "pool", "gpus", "cpu", "memory", "labels", "count")
-    )
-    name = item.get("name")
-    if not isinstance(name, str) or not NODE_NAME.match(name):
-        errors.add(
-            f"{where}.name",
-            f"use lowercase letters, digits and dashes (like 'gpu-9'), got {name!r}",
-        )
-    _pool(errors, where, item, names)
-    gpus = item.get("gpus")
-    if not is_whole(gpus) or gpus < 0:
-        errors.add(f"{where}.gpus", f"must be a whole number of 0 or more, got {gpus!r}")
-    for key in ("cpu", "memory"):
-        if key in item and (not is_number(item[key]) or item[key] < 0):
-            errors.add(f"{where}.{key}", f"must be a number of 0 or more, got {item[key]!r}")
-    labels = item.get("labels", {})
-    if not isinstance(labels, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
-    ):
-        errors.add(f"{where}.labels", "must map label names to values (strings)")
-    count = item.get("count", 1)
-    if not is_whole(count) or not 1 <= count <= MAX_ADDED_NODES:
-        errors.add(f"{where}.count", f"must be a whole number from 1 to {MAX_ADDED_NODES}")
-    return dict(item)
-
-
-def _check_remove_node(errors: FieldErrors, where: str, item: Any, names: _Names) -> str:
-    if not isinstance(item, str):
-        errors.add(where, f"must be a node name, got {item!r}")
-    elif item not in names.nodes:
-        errors.add(where, f"no node named {item!r}")
-    return item
-
-
-_CHECKS = {
-    "quotas": _check_quota,
-    "weights": _check_weight,
-    "pools": _check_pool,
-    "add_nodes": _check_add_node,
-    "remove_nodes": _check_remove_node,
-}
 
 
 def added_node_names(item: dict[str, Any]) -> list[str]:
-    count = int(item.get("count", 1))
-    if count == 1 and "count" not in item:
-        return [item["name"]]
-    return [f"{item['name']}-{i}" for i in range(1, count + 1)]
-
-
-def _check_node_names_unique(errors: FieldErrors, changes: dict[str, Any], names: _Names) -> None:
-    seen = set(names.nodes)
-    for i, item in enumerate(changes.get("add_nodes", [])):
-        bad_count = f"changes.add_nodes[{i}].count" in errors.errors
-        if not isinstance(item.get("name"), str) or bad_count:
-            continue
-        for name in added_node_names(item):
-            if name in seen:
-                errors.add(f"changes.add_nodes[{i}].name", f"a node named {name!r} already exists")
-                break
-            seen.add(name)
+    """The names of the nodes a (validated) add_nodes item adds."""
+    return counted_names(item["name"], item.get("count"))
 
 
 def apply_changes(scenario: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -331,7 +204,7 @@ def apply_changes(scenario: dict[str, Any], changes: dict[str, Any]) -> dict[str
         pools[item["pool"]].update({k: v for k, v in item.items() if k != "pool"})
     for item in changes.get("add_nodes", []):
         for name in added_node_names(item):
-            node = {"name": name, "pool": item["pool"], "gpus": int(item["gpus"])}
+            node = {"name": name, "pool": item["pool"], "gpus": item["gpus"]}
             node.update({k: item[k] for k in ("cpu", "memory", "labels") if k in item})
             changed.setdefault("nodes", []).append(node)
     removed = changes.get("remove_nodes", [])

@@ -61,11 +61,11 @@ def scenario_from_live_cluster(*, now: datetime | None = None, name: str = "live
     )
     quota_by_owner: dict[tuple[str, str], list[Quota]] = {}
     for quota in quotas:
-        owner = (
-            ("project", quota.project.name)
-            if quota.project
-            else ("department", quota.department.name)
-        )
+        if quota.project is not None:
+            owner = ("project", quota.project.name)
+        else:
+            assert quota.department is not None  # a quota has one owner (a constraint)
+            owner = ("department", quota.department.name)
         quota_by_owner.setdefault(owner, []).append(quota)
 
     first_submit = workloads[0].submitted_at if workloads else now

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.engine_bench import Size, synthetic_snapshot, unpaced
 from scheduler_core.engine import Allocate, Evict, PoolConfig, run_cycle
 from scheduler_core.engine.actions.reclaim import RECLAIM_PACED
-from scheduler_core.engine.bench import Size, synthetic_snapshot, unpaced
 from scheduler_core.engine.snapshot import (
     DEFAULT_MAX_PREEMPTIONS_PER_CYCLE,
     DEFAULT_MAX_RECLAIMS_PER_CYCLE,
@@ -83,7 +83,7 @@ def test_a_cycle_decides_the_same_in_every_process() -> None:
     # string hashing differs between processes: no decision may depend on set order
     # (this cluster gave different decisions under different PYTHONHASHSEEDs before)
     code = (
-        "from scheduler_core.engine.bench import Size, synthetic_snapshot, unpaced\n"
+        "from benchmarks.engine_bench import Size, synthetic_snapshot, unpaced\n"
         "from scheduler_core.engine import run_cycle\n"
         "import hashlib\n"
         "snap = unpaced(synthetic_snapshot(Size('T', 200, 2000, 1000, 60, 6), seed=1))\n"

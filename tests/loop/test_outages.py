@@ -38,6 +38,7 @@ def test_a_redis_outage_neither_kills_the_worker_nor_loses_a_write(cluster, sett
             "REDIS_URL": redis_url,
             "SCHEDULER_KEY_PREFIX": django_settings.SCHEDULER_KEY_PREFIX,
             "SCHEDULER_BEAT_INTERVAL": "1",
+            "DJANGO_SETTINGS_MODULE": "config.settings_test",  # reads SCHEDULER_CYCLE_PAUSES
             "SCHEDULER_CYCLE_PAUSES": "before_apply=3",  # a cycle task is running when Redis stops
             "WORKER_CONCURRENCY": "1",
         },

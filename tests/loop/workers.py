@@ -30,6 +30,7 @@ class Worker:
         self.name = name or f"w-{uuid.uuid4().hex[:6]}"
         env = {
             **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings_test",  # reads SCHEDULER_CYCLE_PAUSES
             "DATABASE_URL": test_database_url(),
             "SCHEDULER_CYCLE_QUEUE": queue,
             "SCHEDULER_KEY_PREFIX": key_prefix,

@@ -7,15 +7,13 @@ from __future__ import annotations
 from functools import partial
 
 from scheduler_core.engine.actions.common import (
-    gang_counts,
-    gang_request,
     in_queue_order,
     quota_pools,
     try_start,
 )
+from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
-from scheduler_core.engine.session import Session
-from scheduler_core.engine.state import PoolIndex, WorkloadState
 
 
 def allocate(session: Session) -> None:
@@ -53,7 +51,7 @@ def _may_fit(session: Session, pool: PoolIndex, w: WorkloadState) -> bool:
 
 
 def _fits(session: Session, pool: PoolIndex, w: WorkloadState) -> bool:
-    counts = gang_counts(session, w)
+    counts = session.gang_counts(w)
     need = 0.0
     widest = 0
     for grp in w.groups:
@@ -77,17 +75,17 @@ def _explain(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
 
 
 def _misfit(session: Session, pool: PoolIndex, w: WorkloadState) -> tuple[str, str]:
-    problem = session.admission_problem(w, pool.name, gang_request(session, w))
+    problem = session.admission_problem(w, pool.name, session.gang_request(w))
     if problem is not None:
         return problem
-    return ("capacity", describe_misfit(pool, w, gang_counts(session, w)))
+    return ("capacity", describe_misfit(pool, w, session.gang_counts(w)))
 
 
 def _attempt(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
     if w.pods or w.failed:
         return
-    counts = gang_counts(session, w)
-    extra = gang_request(session, w)
+    counts = session.gang_counts(w)
+    extra = session.gang_request(w)
     problem = session.admission_problem(w, pool.name, extra)
     if problem is not None:
         session.set_reason(w, pool.name, *problem)

@@ -1,5 +1,6 @@
-"""Helpers shared by actions: job and victim order, queue-ordered iteration, trying to
-start a workload, and freeing room by shrinking or evicting victims."""
+"""Helpers shared by actions: the pools and jobs an action looks at, queue-ordered
+iteration, trying to start a workload, and freeing room by shrinking or evicting
+victims."""
 
 from __future__ import annotations
 
@@ -7,64 +8,12 @@ import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from scheduler_core.engine.framework.session import Session, Vec
+from scheduler_core.engine.framework.state import NodeState, PoolIndex, WorkloadState
+from scheduler_core.engine.framework.statement import Statement
 from scheduler_core.engine.placement import place_pods
 from scheduler_core.engine.resources import EPSILON
-from scheduler_core.engine.session import Session, Vec
 from scheduler_core.engine.snapshot import POLICY_QUOTA, PodPlacement
-from scheduler_core.engine.state import NodeState, PoolIndex, WorkloadState
-from scheduler_core.engine.statement import Statement
-
-
-def job_key(session: Session, w: WorkloadState) -> tuple[float, ...]:
-    """Order of `w` inside its queue (smaller first; asked once per session)."""
-    cached = session.job_keys.get(w.id)
-    if cached is None:
-        for plugin in session.job_order_plugins:
-            cached = plugin.job_order_key(w)
-            if cached is not None:
-                break
-        else:
-            cached = w.order_key
-        session.job_keys[w.id] = cached
-    return cached
-
-
-def victim_key(session: Session, w: WorkloadState) -> tuple[float, ...]:
-    """Order in which `w` is picked as a victim (smaller first)."""
-    cached = session.victim_keys.get(w.id)
-    if cached is None:
-        for plugin in session.victim_order_plugins:
-            cached = plugin.victim_order_key(session, w)
-            if cached is not None:
-                break
-        else:
-            cached = (w.priority,)
-        session.victim_keys[w.id] = cached
-    return cached
-
-
-def gang_counts(session: Session, w: WorkloadState) -> dict[str, int]:
-    """Pods per group that must start together (do not modify the returned dict). They
-    depend on the pod groups only, so workloads of one kind share them."""
-    cached = session.gang_cache.get(w.kind_key)
-    if cached is None:
-        for plugin in session.gang_plugins:
-            cached = plugin.gang_counts(w)
-            if cached is not None:
-                break
-        else:
-            cached = w.min_counts()
-        session.gang_cache[w.kind_key] = cached
-    return cached
-
-
-def gang_request(session: Session, w: WorkloadState) -> Vec:
-    """Resources of the gang minimum of `w` (do not modify the returned list)."""
-    cached = session.gang_request_cache.get(w.kind_key)
-    if cached is None:
-        cached = list(w.request_of(gang_counts(session, w)))
-        session.gang_request_cache[w.kind_key] = cached
-    return cached
 
 
 def quota_pools(session: Session, *, flag: str | None = None) -> list[PoolIndex]:
@@ -100,9 +49,7 @@ def in_queue_order(
     the action promises not to change anything any more (e.g. its budget is spent):
     order no longer matters and the jobs left are handed over without ordering."""
     if extra_of is None:
-
-        def extra_of(w: WorkloadState) -> Vec:
-            return gang_request(session, w)
+        extra_of = session.gang_request
 
     queues: dict[str, list[WorkloadState]] = {}
     for w in jobs:
@@ -112,13 +59,9 @@ def in_queue_order(
     heap: list[tuple[tuple[object, ...], int, str, int, object]] = []
     position: dict[str, int] = {}
     seq = 0
-    acc = session.acc
 
     def inputs(w: WorkloadState) -> object:
-        # queue_key depends on nothing else that changes within a session
-        p = acc.get((w.project, pool))
-        d = acc.get((w.department, pool))
-        return (None if p is None else tuple(p), None if d is None else tuple(d))
+        return session.queue_key_inputs(w, pool)
 
     def next_viable(project: str) -> WorkloadState | None:
         items = queues[project]
@@ -141,7 +84,7 @@ def in_queue_order(
         return items[i] if i < len(items) else None
 
     for project, items in queues.items():
-        items.sort(key=lambda w: job_key(session, w))
+        items.sort(key=session.job_key)
         position[project] = 0
         first = next_viable(project)
         if first is None:
@@ -225,19 +168,6 @@ class VictimStep:
             grp = self.victim.group(self.pod.group)
             return [grp.gpus, grp.cpu, grp.memory]
         return list(self.victim.allocated())
-
-
-def queue_victims(session: Session, queue: str, pool: str) -> list[WorkloadState]:
-    """Preemptible running workloads of `queue` in `pool`, in victim order (cached)."""
-    key = (queue, pool)
-    found = session.queue_victims.get(key)
-    if found is None:
-        running = session.running_by_queue.get(key, {})
-        found = sorted(
-            (v for v in running.values() if v.preemptible), key=lambda v: victim_key(session, v)
-        )
-        session.queue_victims[key] = found
-    return found
 
 
 def shrink_pod(w: WorkloadState) -> PodPlacement | None:

@@ -7,17 +7,15 @@ from __future__ import annotations
 from functools import partial
 
 from scheduler_core.engine.actions.common import (
-    gang_counts,
-    gang_request,
     in_queue_order,
     pending_for_pool,
     quota_pools,
     try_start,
 )
+from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import place_pods
 from scheduler_core.engine.resources import EPSILON
-from scheduler_core.engine.session import Session
-from scheduler_core.engine.state import PoolIndex, WorkloadState
 
 
 def consolidate(session: Session) -> None:
@@ -27,7 +25,7 @@ def consolidate(session: Session) -> None:
         jobs = [
             w
             for w in pending_for_pool(session, pool.name)
-            if w.preemptible and gang_request(session, w)[0] <= pool.free_gpus + EPSILON
+            if w.preemptible and session.gang_request(w)[0] <= pool.free_gpus + EPSILON
         ]
         if not jobs or budget[0] <= 0:
             continue
@@ -102,7 +100,7 @@ def _attempt(
 ) -> None:
     if job.pods or budget[0] <= 0:
         return
-    counts = gang_counts(session, job)
+    counts = session.gang_counts(job)
     # a shape that could not be made room for will not fit later in this cycle either
     shape = (
         tuple((g.gpus, g.cpu, g.memory, counts.get(g.name, 0)) for g in job.groups),

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import heapq
 
-from scheduler_core.engine.actions.common import job_key, quota_pools, try_start
-from scheduler_core.engine.session import Session
-from scheduler_core.engine.state import WorkloadState
+from scheduler_core.engine.actions.common import quota_pools, try_start
+from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.framework.state import WorkloadState
 
 
 def next_pod(w: WorkloadState) -> dict[str, int] | None:
@@ -35,7 +35,7 @@ def expand(session: Session) -> None:
             one = next_pod(w)
             assert one is not None
             extra = list(w.request_of(one))
-            heap.append((session.queue_key(w, pool.name, extra), job_key(session, w), i, w))
+            heap.append((session.queue_key(w, pool.name, extra), session.job_key(w), i, w))
         heapq.heapify(heap)
         seq = len(heap)
         while heap:
@@ -45,10 +45,10 @@ def expand(session: Session) -> None:
                 continue
             extra = list(w.request_of(one))
             fresh = session.queue_key(w, pool.name, extra)
-            if heap and (fresh, job_key(session, w)) > heap[0][:2]:
+            if heap and (fresh, session.job_key(w)) > heap[0][:2]:
                 # other queues' keys only get worse as pods are added: re-check lazily
                 seq += 1
-                heapq.heappush(heap, (fresh, job_key(session, w), seq, w))
+                heapq.heappush(heap, (fresh, session.job_key(w), seq, w))
                 continue
             if session.admission_problem(w, pool.name, extra) is not None:
                 continue
@@ -62,5 +62,5 @@ def expand(session: Session) -> None:
                 seq += 1
                 extra = list(w.request_of(nxt))
                 heapq.heappush(
-                    heap, (session.queue_key(w, pool.name, extra), job_key(session, w), seq, w)
+                    heap, (session.queue_key(w, pool.name, extra), session.job_key(w), seq, w)
                 )

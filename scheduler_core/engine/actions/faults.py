@@ -4,7 +4,7 @@ restarts exceed the backoff limit they fail instead of re-queueing."""
 from __future__ import annotations
 
 from scheduler_core.engine.decisions import EVICT_FAULT
-from scheduler_core.engine.session import Session
+from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.snapshot import NODE_DOWN
 
 

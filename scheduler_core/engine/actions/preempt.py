@@ -10,16 +10,13 @@ from scheduler_core.engine.actions.common import (
     Budget,
     VictimStep,
     free_and_place,
-    gang_counts,
-    gang_request,
     in_queue_order,
     pending_for_pool,
     quota_pools,
-    victim_key,
 )
 from scheduler_core.engine.decisions import EVICT_PRIORITY
-from scheduler_core.engine.session import Session
-from scheduler_core.engine.state import PoolIndex, WorkloadState
+from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 
 
 def preempt(session: Session) -> None:
@@ -73,8 +70,8 @@ def _attempt(
     sig = _signature(session, w)
     if sig in failed:
         return
-    counts = gang_counts(session, w)
-    extra = gang_request(session, w)
+    counts = session.gang_counts(w)
+    extra = session.gang_request(w)
     if session.admission_problem(w, pool.name, extra) is not None:
         failed.add(sig)
         return
@@ -87,7 +84,7 @@ def _attempt(
     if not victims or room + 1e-9 < extra[0]:
         failed.add(sig)
         return
-    victims.sort(key=lambda v: victim_key(session, v))
+    victims.sort(key=session.victim_key)
 
     def allowed(step: VictimStep) -> bool:
         return True

@@ -6,7 +6,6 @@ departments the departments are compared too. Elastic victims shrink first."""
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Iterable
 from functools import partial
 
@@ -14,20 +13,17 @@ from scheduler_core.engine.actions.common import (
     Budget,
     VictimStep,
     free_and_place,
-    gang_counts,
-    gang_request,
     in_queue_order,
     pending_for_pool,
-    queue_victims,
     quota_pools,
-    victim_key,
 )
+from scheduler_core.engine.actions.reclaim_index import ReclaimEntry, ReclaimIndex, entry_seq
 from scheduler_core.engine.decisions import EVICT_RECLAIM
+from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
-from scheduler_core.engine.reasons import fairshare_blocked, format_time
+from scheduler_core.engine.reasons import format_time
 from scheduler_core.engine.resources import EPSILON
-from scheduler_core.engine.session import ReclaimEntry, ReclaimIndex, Session, Vec, entry_seq
-from scheduler_core.engine.state import PoolIndex, WorkloadState
 
 RECLAIM_PACED = "reclaim continues in the next scheduling cycle"
 """Added to the reason of a workload that reclaim did not get to because it reached
@@ -42,11 +38,12 @@ def reclaim(session: Session) -> None:
             continue
         failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]] = {}
         budget = Budget(pool.config.max_reclaims_per_cycle)
+        index = ReclaimIndex(pool.name)
         in_queue_order(
             session,
             pool.name,
             jobs,
-            partial(_attempt, session, pool, failed=failed, budget=budget),
+            partial(_attempt, session, pool, index=index, failed=failed, budget=budget),
             viable=partial(_within_fairshare, session, pool.name),
             skip=partial(_explain_over_fairshare, session, pool),
             frozen=budget.spent,
@@ -57,104 +54,8 @@ def _within_fairshare(session: Session, pool: str, w: WorkloadState) -> bool:
     """Would the project of `w` stay within its fairshare with the gang of `w`?"""
     return session.alike(
         ("within fairshare", pool, w.kind_key),
-        lambda: not session.over_fairshare(w.project, pool, gang_request(session, w)),
+        lambda: not session.over_fairshare(w.project, pool, session.gang_request(w)),
     )
-
-
-def _index(session: Session, pool: str) -> ReclaimIndex:
-    """The reclaim index of `pool`, refreshed for the queues touched since last time."""
-    index = session.reclaim_index.get(pool)
-    if index is None:
-        index = session.reclaim_index[pool] = ReclaimIndex()
-        touched = [key for key in session.running_by_queue if key[1] == pool]
-    else:
-        touched = [key for key in session.dirty_queues if key[1] == pool]
-    for key in touched:
-        department = session.dirty_queues.pop(key, None)
-        if department is not None:
-            index.touched(department)
-        queue = key[0]
-        index.remove(queue)
-        if not session.running_by_queue.get(key):
-            continue
-        over_fair = session.above_fairshare(queue, pool)
-        if not over_fair and session.within_deserved(queue, pool, [EPSILON * 10, 0.0, 0.0]):
-            continue
-        victims = queue_victims(session, queue, pool)
-        if not victims:
-            continue
-        acc = session.acc[key][0]
-        spare = max(0.0, acc - min(session.deserved[key][0], acc))
-        gives = over_fair or _may_give(session, queue, pool, True)
-        index.add(ReclaimEntry(queue, victims[0].department, spare, over_fair, gives, victims))
-    return index
-
-
-def _queue_vectors(session: Session, queue: str, pool: str) -> tuple[Vec, Vec, Vec]:
-    """(allocated, fairshare, deserved) of `queue` in `pool`; the allocated vector is
-    the session's own, so it stays current."""
-    key = (queue, pool)
-    return (
-        session.acc.get(key, [0.0, 0.0, 0.0]),
-        session.fair.get(key, [0.0, 0.0, 0.0]),
-        session.deserved.get(key, [0.0, math.inf, math.inf]),
-    )
-
-
-def _queue_over(
-    vectors: tuple[Vec, Vec, Vec], freed: tuple[float, float, float], deserved_mode: bool
-) -> bool:
-    """May a queue with these (allocated, fairshare, deserved) vectors give `freed`
-    back: it stays at or above its deserved quota and is over its fairshare (or, in
-    deserved mode, over its deserved quota) on a resource it gives?"""
-    acc, fair, des = vectors
-    over = False
-    for i in range(3):
-        if freed[i] <= EPSILON or not math.isfinite(des[i]):
-            continue
-        if acc[i] - freed[i] < des[i] - EPSILON:
-            return False  # never below deserved
-        if acc[i] > fair[i] + EPSILON or (deserved_mode and acc[i] > des[i] + EPSILON):
-            over = True
-    return over
-
-
-def _may_give(session: Session, queue: str, pool: str, deserved_mode: bool) -> bool:
-    """Could `queue` give anything back at all (see _queue_over)? False stays False
-    while an attempt only evicts, since allocations then only go down."""
-    key = (queue, pool)
-    acc = session.acc.get(key, [0.0, 0.0, 0.0])
-    fair = session.fair.get(key, [0.0, 0.0, 0.0])
-    des = session.deserved.get(key, [0.0, math.inf, math.inf])
-    for i in range(3):
-        if not math.isfinite(des[i]):
-            continue
-        if acc[i] > fair[i] + EPSILON or (deserved_mode and acc[i] > des[i] + EPSILON):
-            return True
-    return False
-
-
-def keyed(
-    session: Session, entry: ReclaimEntry
-) -> list[tuple[int, tuple[float, ...], int, WorkloadState]]:
-    """The victims of `entry` as (tier, victim order, index order, victim): queues
-    over their fairshare give first (tier 0), those only over deserved quota next."""
-    found = entry.keyed
-    if found is None:
-        tier = 0 if entry.over_fair else 1
-        found = entry.keyed = [(tier, victim_key(session, v), entry.seq, v) for v in entry.victims]
-    return found
-
-
-def _department_gives(
-    session: Session, index: ReclaimIndex, department: str, pool: str, deserved_mode: bool
-) -> bool:
-    """_may_give for a department, cached in the index until one of its queues changes."""
-    key = (department, deserved_mode)
-    gives = index.department_gives.get(key)
-    if gives is None:
-        gives = index.department_gives[key] = _may_give(session, department, pool, deserved_mode)
-    return gives
 
 
 def _explain_over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
@@ -172,29 +73,30 @@ def _explain_over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState)
 def _over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> str | None:
     """Why the project of `w` may not reclaim for it (None: its admission is the problem,
     and that reason stands)."""
-    extra = gang_request(session, w)
+    extra = session.gang_request(w)
     if session.admission_problem(w, pool.name, extra) is not None:
         return None
-    return fairshare_blocked(session, w, w.project, "project", pool.name, extra)
+    return session.fairshare_blocked(w.project, "project", pool.name, extra)
 
 
 def _attempt(
     session: Session,
     pool: PoolIndex,
     w: WorkloadState,
+    index: ReclaimIndex,
     failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]],
     budget: Budget,
 ) -> None:
     if w.pods or w.failed:
         return
-    counts = gang_counts(session, w)
-    extra = gang_request(session, w)
+    counts = session.gang_counts(w)
+    extra = session.gang_request(w)
     if session.admission_problem(w, pool.name, extra) is not None:
         return
     name = pool.name
     if session.over_fairshare(w.project, name, extra):
         session.add_reason(
-            w, name, "fairshare", fairshare_blocked(session, w, w.project, "project", name, extra)
+            w, name, "fairshare", session.fairshare_blocked(w.project, "project", name, extra)
         )
         return
     # failing is monotone within this action (reclaims only use up what others give
@@ -213,7 +115,7 @@ def _attempt(
     dept_within = not session.over_fairshare(w.department, name, extra)
     proj_deserved = session.within_deserved(w.project, name, extra)
     dept_deserved = session.within_deserved(w.department, name, extra)
-    index = _index(session, name)
+    index.refresh(session)
     scope = "" if dept_within else w.department
     room = pool.free_gpus + index.spare_fair.get(scope, 0.0)
     if proj_deserved:
@@ -236,7 +138,7 @@ def _attempt(
             for department, members in index.by_department.items():
                 if members and (
                     department == w.department
-                    or _department_gives(session, index, department, name, dept_deserved)
+                    or index.department_gives_back(session, department, dept_deserved)
                 ):
                     found.extend(members.values())
             found.sort(key=entry_seq)
@@ -259,15 +161,14 @@ def _attempt(
     if not eligible and not dept_within:
         reason = (
             "fairshare",
-            fairshare_blocked(session, w, w.department, "department", name, extra),
+            session.fairshare_blocked(w.department, "department", name, extra),
         )
         failed[sig] = (extra[0], reason)
         session.add_reason(w, name, *reason)
         return
     # victims of every list in (tier, victim order), earlier lists first on ties
-    candidates = (item[-1] for item in heapq.merge(*(keyed(session, e) for e in entries)))
+    candidates = (item[-1] for item in heapq.merge(*(e.keyed_victims(session) for e in entries)))
     protected: list[tuple[float, WorkloadState]] = []
-    vectors: dict[str, tuple[Vec, Vec, Vec]] = {}
     department = w.department
 
     def allowed(step: VictimStep) -> bool:
@@ -278,17 +179,12 @@ def _attempt(
         else:
             grp = v.group_map[pod.group]
             freed = (grp.gpus, grp.cpu, grp.memory)
-        project_vectors = vectors.get(v.project)
-        if project_vectors is None:
-            project_vectors = vectors[v.project] = _queue_vectors(session, v.project, name)
-        if not _queue_over(project_vectors, freed, proj_deserved):
+        if not session.may_give_back(v.project, name, freed, proj_deserved):
             return False
-        if v.department != department:
-            dept_vectors = vectors.get(v.department)
-            if dept_vectors is None:
-                dept_vectors = vectors[v.department] = _queue_vectors(session, v.department, name)
-            if not _queue_over(dept_vectors, freed, dept_deserved):
-                return False
+        if v.department != department and not session.may_give_back(
+            v.department, name, freed, dept_deserved
+        ):
+            return False
         if step.pod is None:
             until = session.protection(v)
             if until is not None:

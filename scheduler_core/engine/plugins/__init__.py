@@ -1,88 +1,20 @@
-"""Plugins: small named pieces of policy that actions consult.
+"""Plugins: small named pieces of policy that the session consults.
 
-A plugin overrides some hooks of `Plugin`; a session enables plugins by name
-(`ClusterSnapshot.plugins`, default DEFAULT_PLUGINS) and asks them in order:
-the first plugin that answers a hook decides (job order, queue order, victim order,
-protection from eviction).
+A plugin overrides some hooks of `Plugin` and registers itself by name (`@register`);
+a session enables plugins by name (`ClusterSnapshot.plugins`, default DEFAULT_PLUGINS),
+opens each (`on_session_open`) and asks them in order: the first plugin that answers a
+hook decides (job order, victim order, gang, protection from eviction). The queue hooks
+(queue order, fairshare, quota, admission, reclaimability: see
+framework/queue_hooks.py) come from one plugin, the first that provides them; the
+proportion plugin is always enabled, since every result reports each queue's deserved
+quota and fairshare.
+
+Actions never call plugins: they call the session's hooks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+# Importing the built-in plugins registers them (framework.plugin.register).
+from scheduler_core.engine.plugins import gang, minruntime, priority, proportion
 
-if TYPE_CHECKING:
-    from scheduler_core.engine.session import Session
-    from scheduler_core.engine.state import WorkloadState
-
-
-class Plugin:
-    """Base class: every hook returns None ("no opinion")."""
-
-    name = ""
-
-    def job_order_key(self, w: WorkloadState) -> tuple[float, ...] | None:
-        """Order of workloads inside a queue (smaller first)."""
-        return None
-
-    def victim_order_key(self, session: Session, w: WorkloadState) -> tuple[float, ...] | None:
-        """Order in which running workloads are chosen as victims (smaller first)."""
-        return None
-
-    def protected_until(self, session: Session, w: WorkloadState) -> float | None:
-        """Time until which `w` must not be evicted whole, or None."""
-        return None
-
-    def gang_counts(self, w: WorkloadState) -> dict[str, int] | None:
-        """Pods per group that must start together."""
-        return None
-
-
-_REGISTRY: dict[str, type[Plugin]] = {}
-
-DEFAULT_PLUGINS: tuple[str, ...] = ("priority", "gang", "proportion", "minruntime")
-"""Plugins enabled when a snapshot does not name any."""
-
-
-def register(cls: type[Plugin]) -> type[Plugin]:
-    """Class decorator: make a plugin available by its `name`."""
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def registered_plugins() -> list[str]:
-    """Names of every registered plugin."""
-    return sorted(_REGISTRY)
-
-
-def build_plugins(names: Sequence[str] | None) -> list[Plugin]:
-    """Instances of the named plugins (DEFAULT_PLUGINS when None)."""
-    _load_builtin()
-    chosen = DEFAULT_PLUGINS if names is None else tuple(names)
-    unknown = [n for n in chosen if n not in _REGISTRY]
-    if unknown:
-        raise ValueError(f"unknown plugins: {', '.join(unknown)}")
-    return [_REGISTRY[n]() for n in chosen]
-
-
-T = TypeVar("T")
-
-
-def answering(plugins: Sequence[Plugin], hook: str) -> list[Plugin]:
-    """The plugins that override `hook` (the others always answer None), in order:
-    asking only those gives the same first answer for less work."""
-    base = getattr(Plugin, hook)
-    return [p for p in plugins if getattr(type(p), hook) is not base]
-
-
-def first_answer(plugins: Sequence[Plugin], ask: Callable[[Plugin], T | None]) -> T | None:
-    """The first non-None answer of `ask` over `plugins`."""
-    for p in plugins:
-        answer = ask(p)
-        if answer is not None:
-            return answer
-    return None
-
-
-def _load_builtin() -> None:
-    from scheduler_core.engine.plugins import gang, minruntime, priority, proportion  # noqa: F401
+__all__ = ["gang", "minruntime", "priority", "proportion"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler_core.engine.plugins import Plugin, register
+from scheduler_core.engine.framework.plugin import Plugin, register
 
 if TYPE_CHECKING:
-    from scheduler_core.engine.state import WorkloadState
+    from scheduler_core.engine.framework.state import WorkloadState
 
 
 @register

@@ -4,22 +4,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler_core.engine.plugins import Plugin, register
+from scheduler_core.engine.framework.plugin import Plugin, register
 
 if TYPE_CHECKING:
-    from scheduler_core.engine.session import Session
-    from scheduler_core.engine.state import WorkloadState
+    from scheduler_core.engine.framework.session import Session
+    from scheduler_core.engine.framework.state import WorkloadState
+
+
+def priority_order(w: WorkloadState) -> tuple[float, ...]:
+    """Job order by priority (smaller first): higher priority, earlier submission,
+    then creation order (FIFO among equals). The one definition: Determined's priority
+    policy and the queue positions of a result use it too."""
+    spec = w.spec
+    return (-w.priority, spec.submitted_at, spec.creation_order)
 
 
 @register
 class PriorityPlugin(Plugin):
-    """Job order: higher priority, earlier submission, creation order. Victim order:
-    lowest priority first, then the most recently started (least work lost)."""
+    """Job order: priority_order. Victim order: lowest priority first, then the most
+    recently started (least work lost)."""
 
     name = "priority"
 
     def job_order_key(self, w: WorkloadState) -> tuple[float, ...]:
-        return (-w.priority, w.spec.submitted_at, w.spec.creation_order)
+        return priority_order(w)
 
     def victim_order_key(self, session: Session, w: WorkloadState) -> tuple[float, ...]:
         started = w.spec.started_at if w.spec.started_at is not None else session.now

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scheduler_core.engine.actions.common import gang_counts, try_start
+from scheduler_core.engine.actions.common import try_start
+from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
 from scheduler_core.engine.resources import EPSILON
-from scheduler_core.engine.session import Session
-from scheduler_core.engine.state import PoolIndex, WorkloadState
 
 
 def pool_workloads(session: Session, pool: PoolIndex) -> list[WorkloadState]:
@@ -41,7 +41,7 @@ def zero_gpu_pass(
     for w in sorted((w for w in workloads if not uses_gpus(w)), key=order):
         if w.pods:
             continue
-        counts = gang_counts(session, w)
+        counts = session.gang_counts(w)
         stmt = session.statement()
         if try_start(session, stmt, w, pool, counts):
             stmt.commit()

@@ -11,12 +11,12 @@ import math
 
 from scheduler_core.engine.actions.common import shrink_pod, try_start
 from scheduler_core.engine.decisions import EVICT_FAIRSHARE
-from scheduler_core.engine.fairshare import ShareClaim, divide
+from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
+from scheduler_core.engine.plugins.proportion.division import ShareClaim, divide
 from scheduler_core.engine.policies.common import pool_workloads, uses_gpus, zero_gpu_pass
 from scheduler_core.engine.resources import EPSILON, format_amount
-from scheduler_core.engine.session import Session
-from scheduler_core.engine.state import PoolIndex, WorkloadState
 
 
 def submission_order(w: WorkloadState) -> tuple[float, ...]:

@@ -11,23 +11,17 @@ from __future__ import annotations
 from scheduler_core.engine.actions.common import (
     VictimStep,
     free_and_place,
-    gang_counts,
     try_start,
-    victim_key,
 )
 from scheduler_core.engine.actions.elastic import next_pod
 from scheduler_core.engine.decisions import EVICT_PRIORITY
+from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
+from scheduler_core.engine.framework.statement import Statement
 from scheduler_core.engine.placement import describe_misfit
+from scheduler_core.engine.plugins.priority import priority_order
 from scheduler_core.engine.policies.common import pool_workloads, uses_gpus, zero_gpu_pass
 from scheduler_core.engine.reasons import priority_blocked
-from scheduler_core.engine.session import Session
-from scheduler_core.engine.state import PoolIndex, WorkloadState
-from scheduler_core.engine.statement import Statement
-
-
-def priority_order(w: WorkloadState) -> tuple[float, ...]:
-    """Higher priority first, then FIFO."""
-    return (-w.priority, w.spec.submitted_at, w.spec.creation_order)
 
 
 def schedule_priority_pool(session: Session, pool: PoolIndex) -> None:
@@ -52,7 +46,7 @@ def schedule_priority_pool(session: Session, pool: PoolIndex) -> None:
         ):
             session.set_reason(w, pool.name, "priority", priority_blocked(blocker, pool.name))
             continue
-        counts = gang_counts(session, w)
+        counts = session.gang_counts(w)
         stmt = session.statement()
         if try_start(session, stmt, w, pool, counts) or (
             preemption and _preempt(session, stmt, pool, w, counts)
@@ -97,7 +91,7 @@ def _preempt(
     ]
     if not victims:
         return False
-    victims.sort(key=lambda v: victim_key(session, v))
+    victims.sort(key=session.victim_key)
 
     def allowed(step: VictimStep) -> bool:
         return True

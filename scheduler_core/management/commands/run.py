@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
@@ -50,11 +50,12 @@ def wait_for_port(port: int, timeout: float = 10.0) -> bool:
     return False
 
 
-def wait_for_http(host: str, port: int, timeout: float = 30.0) -> bool:
-    """True once a web process answers on host:port (any status)."""
+def wait_for_http(host: str, port: int, timeout: float = 120.0) -> bool:
+    """True once a web process answers on host:port (any status). The sockets are bound
+    before the processes start, so a request waits in their queue until one accepts it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        conn = http.client.HTTPConnection(host, port, timeout=2)
+        conn = http.client.HTTPConnection(host, port, timeout=max(deadline - time.monotonic(), 1))
         try:
             conn.request("HEAD", "/login/")
             conn.getresponse()
@@ -91,7 +92,7 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-@dataclass
+@dataclass(eq=False)  # each child is itself, whatever its state
 class Child:
     """A process `run` keeps alive: how to start it, and where it is in its restarts."""
 
@@ -99,13 +100,13 @@ class Child:
     cmd: list[str]
     quiet: bool = False
     pass_fds: tuple[int, ...] = ()
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] = field(init=False)  # set by Supervisor.start
     started_at: float = 0.0
     backoff: float = 0.0  # the wait before its last restart (0: never restarted)
     restart_at: float | None = None  # when it is due to start again, while it is down
 
 
-def popen(child: Child, env: dict[str, str]) -> subprocess.Popen:
+def popen(child: Child, env: dict[str, str]) -> subprocess.Popen[bytes]:
     out = subprocess.DEVNULL if child.quiet else None
     return subprocess.Popen(
         child.cmd, env=env, stdout=out, stderr=out, start_new_session=True,
@@ -113,7 +114,7 @@ def popen(child: Child, env: dict[str, str]) -> subprocess.Popen:
     )  # fmt: skip
 
 
-def signal_group(process: subprocess.Popen, signum: int) -> None:
+def signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
     """Signal a child's whole session (it leads its own: the worker's pool processes too)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signum)
@@ -125,9 +126,9 @@ class Supervisor:
     def __init__(
         self,
         env: dict[str, str],
-        spawn: Callable[[Child, dict[str, str]], subprocess.Popen] = popen,
+        spawn: Callable[[Child, dict[str, str]], subprocess.Popen[bytes]] = popen,
         clock: Callable[[], float] = time.monotonic,
-        kill: Callable[[subprocess.Popen, int], None] = signal_group,
+        kill: Callable[[subprocess.Popen[bytes], int], None] = signal_group,
     ) -> None:
         self.env = env  # shared by every child, restarted ones included
         self.spawn = spawn
@@ -186,7 +187,7 @@ class Command(BaseCommand):
             "--web-concurrency",
             type=int,
             default=settings.WEB_CONCURRENCY,
-            help="Web processes sharing the port (WEB_CONCURRENCY).",
+            help="Web processes on the port (WEB_CONCURRENCY; 0: min(4, cores + 1)).",
         )
         parser.add_argument("--no-worker", action="store_true", help="Do not start a worker.")
         parser.add_argument("--no-beat", action="store_true", help="Do not start beat.")
@@ -202,7 +203,7 @@ class Command(BaseCommand):
                 self.start_embedded_redis(supervisor, var)
             host, port = options["host"], options["port"]
             listeners = []  # kept open here for restarted web processes
-            for i in range(max(options["web_concurrency"], 1)):
+            for i in range(options["web_concurrency"] or min(4, (os.cpu_count() or 1) + 1)):
                 listeners.append(listening_socket(host, port))
                 fd = listeners[-1].fileno()
                 web = [py, "-m", "daphne", "--fd", str(fd), "config.asgi:application"]

@@ -5,6 +5,7 @@ like a real admin and real researchers would."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
@@ -22,7 +23,7 @@ from scheduler_core.services.org import (
 from scheduler_core.services.quotas import department_set_quota, project_set_quota
 from scheduler_core.services.workloads import WorkloadRequest, workload_submit
 
-POOLS = [
+POOLS: list[tuple[str, int, int, str, int, int, dict[str, Any]]] = [
     # name, nodes, gpus per node, model, cpu, memory, settings
     (
         "a100",

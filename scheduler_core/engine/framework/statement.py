@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from scheduler_core.engine.snapshot import PodPlacement
 
 if TYPE_CHECKING:
-    from scheduler_core.engine.session import Session
-    from scheduler_core.engine.state import WorkloadState
+    from scheduler_core.engine.framework.session import Session
+    from scheduler_core.engine.framework.state import WorkloadState
 
 # journal entries: (op, workload, pod or saved fields)
 _BIND = 0

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from scheduler_core.engine.fairshare import (
+from scheduler_core.engine.plugins.proportion.division import (
     ShareClaim,
     decayed_capacity_seconds,
     decayed_usage,

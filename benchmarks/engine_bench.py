@@ -1,9 +1,9 @@
 """Benchmark: one full cycle on synthetic clusters of growing size, and a replay of
 Kueue's published baseline load in simulated time.
 
-    python -m scheduler_core.engine.bench                 # S, M, L and the replay
-    python -m scheduler_core.engine.bench --sizes S,M --no-replay
-    python -m scheduler_core.engine.bench --unpaced       # no per-cycle eviction bounds
+    python -m benchmarks.engine_bench                 # S, M, L and the replay
+    python -m benchmarks.engine_bench --sizes S,M --no-replay
+    python -m benchmarks.engine_bench --unpaced       # no per-cycle eviction bounds
 
 Targets (issue 3), one core: M under 1 s, L under 5 s, growth no faster than n log n,
 memory for L under 2 GiB. The machine may be shared, so each size is timed --repeat

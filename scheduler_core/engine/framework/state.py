@@ -8,7 +8,6 @@ instead of every node.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from scheduler_core.engine.resources import EPSILON, Resources
@@ -23,7 +22,7 @@ from scheduler_core.engine.snapshot import (
 )
 
 if TYPE_CHECKING:
-    from scheduler_core.engine.session import QueueContext
+    from scheduler_core.engine.framework.queue_context import QueueContext
 
 
 class NodeState:
@@ -220,7 +219,6 @@ class WorkloadState:
         "max_gpus",
         "min_gpus",
         "moved",
-        "order_key",
         "pods",
         "pool",
         "preemptible",
@@ -269,8 +267,6 @@ class WorkloadState:
         self.moved = False
         self.failed = False
         self.fail_reason = ""
-        # queue order inside a project queue: higher priority, earlier, created first
-        self.order_key = (-spec.priority, spec.submitted_at, spec.creation_order)
         # Workloads of one kind are alike to admission and placement: while nothing
         # commits, what is true of one waiting workload is true of the others. `kinds`
         # numbers the kinds of a session (small keys hash fast).
@@ -312,11 +308,6 @@ class WorkloadState:
         ) = flags  # type: ignore[assignment]
 
     @property
-    def running(self) -> bool:
-        """True while it has pods bound."""
-        return bool(self.pods)
-
-    @property
     def name(self) -> str:
         """Display name."""
         return self.spec.display_name
@@ -356,8 +347,3 @@ class WorkloadState:
     def min_counts(self) -> dict[str, int]:
         """The gang minimum: min_pods per group."""
         return {g.name: g.min_pods for g in self.groups}
-
-
-def is_finite(x: float) -> bool:
-    """math.isfinite, named for readability at call sites."""
-    return math.isfinite(x)

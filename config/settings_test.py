@@ -1,0 +1,17 @@
+"""Settings for the test suite: the production settings plus knobs only tests use.
+
+pytest runs with this module (pyproject.toml); worker processes that tests start get it
+through DJANGO_SETTINGS_MODULE (tests/loop/workers.py).
+"""
+
+from config.settings import *  # noqa: F403
+from config.settings import env
+
+# Fault injection, e.g. "before_apply=2,before_commit=5": the cycle sleeps at those points
+# (before_commit is inside its transaction). Read by scheduler_core.loop.cycle.pause.
+SCHEDULER_CYCLE_PAUSES = {
+    phase: float(seconds)
+    for phase, seconds in env.dict("SCHEDULER_CYCLE_PAUSES", default={}).items()
+}
+# Real password hashing costs seconds per test on two cores; tests need no strength.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,64 @@
+"""What the session asks about queues: the hooks of the plugin that keeps quotas and
+fairshare (the proportion plugin, like KAI-Scheduler's queue order, reclaimable and
+over-capacity functions). Actions reach them through the session."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from scheduler_core.engine.decisions import QueueStatus
+    from scheduler_core.engine.framework.session import Vec
+    from scheduler_core.engine.framework.state import WorkloadState
+
+
+class QueueHooks(Protocol):
+    """Queue order, fairshare and quota verdicts, admission, reclaimability and the
+    queue figures of a result, for the open session."""
+
+    def queue_order_key(self, w: WorkloadState, pool: str, extra: Vec) -> tuple[object, ...]:
+        """Order of the queues of `w` in `pool` if it took `extra` (smaller first)."""
+        ...
+
+    def queue_order_inputs(self, w: WorkloadState, pool: str) -> object:
+        """What queue_order_key depends on that may change within a session (the same
+        inputs give the same key)."""
+        ...
+
+    def over_fairshare(self, queue: str, pool: str, extra: Vec) -> bool:
+        """Would `queue` exceed its fairshare with `extra`?"""
+        ...
+
+    def above_fairshare(self, queue: str, pool: str) -> bool:
+        """Does `queue` hold more than its fairshare now?"""
+        ...
+
+    def within_deserved(self, queue: str, pool: str, extra: Vec) -> bool:
+        """Would `queue` stay within its deserved quota with `extra`?"""
+        ...
+
+    def spare_gpus(self, queue: str, pool: str) -> float:
+        """GPUs `queue` holds above its deserved quota."""
+        ...
+
+    def may_give_back(
+        self, queue: str, pool: str, freed: tuple[float, float, float], deserved_mode: bool
+    ) -> bool:
+        """May `queue` give `freed` back to a reclaimer?"""
+        ...
+
+    def could_give_back(self, queue: str, pool: str, deserved_mode: bool) -> bool:
+        """Could `queue` give anything back at all?"""
+        ...
+
+    def admission_problem(self, w: WorkloadState, pool: str, extra: Vec) -> tuple[str, str] | None:
+        """(kind, reason) why `w` may not take `extra` more in `pool`, or None."""
+        ...
+
+    def fairshare_blocked(self, queue: str, level: str, pool: str, extra: Vec) -> str:
+        """Why `queue` (a project or department: `level`) may not reclaim `extra`."""
+        ...
+
+    def queue_statuses(self) -> dict[str, dict[str, QueueStatus]]:
+        """Every queue's figures in every pool, as they stand now."""
+        ...

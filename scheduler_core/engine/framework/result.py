@@ -1,0 +1,98 @@
+"""Turning a session's final state into the cycle's result: the decisions that lead
+from the snapshot to it, why each pending workload waits, and the queue figures."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scheduler_core.engine.decisions import (
+    EVICT_FAULT,
+    Allocate,
+    CycleResult,
+    Decision,
+    Evict,
+    Expand,
+    Fail,
+    Move,
+    PendingInfo,
+    Shrink,
+)
+from scheduler_core.engine.plugins.priority import priority_order
+
+if TYPE_CHECKING:
+    from scheduler_core.engine.framework.session import Session
+    from scheduler_core.engine.framework.state import WorkloadState
+    from scheduler_core.engine.snapshot import PodPlacement
+
+
+def build_result(session: Session) -> CycleResult:
+    """The decisions that turn the snapshot into the session's state (what frees
+    resources first, then what takes them), plus the pending reasons and queue figures."""
+    freeing: list[Decision] = []
+    taking: list[Decision] = []
+    for w in session.workloads.values():
+        initial = w.initial_pods
+        final = tuple(w.pods)
+        if w.failed:
+            if initial:
+                freeing.append(Evict(w.id, w.evict_kind or EVICT_FAULT, w.evict_reason, None))
+            freeing.append(Fail(w.id, w.fail_reason))
+            continue
+        if initial and (w.evicted or not final):
+            freeing.append(Evict(w.id, w.evict_kind, w.evict_reason, w.evict_by))
+            if final:
+                assert w.pool is not None
+                taking.append(Allocate(w.id, w.pool, final))
+            continue
+        if not initial:
+            if final:
+                assert w.pool is not None
+                taking.append(Allocate(w.id, w.pool, final))
+            continue
+        if initial == final:
+            continue
+        if w.moved:
+            assert w.pool is not None
+            freeing.append(Move(w.id, w.pool, final, "consolidation"))
+            continue
+        removed = list(initial)
+        added: list[PodPlacement] = []
+        for pod in final:
+            if pod in removed:
+                removed.remove(pod)
+            else:
+                added.append(pod)
+        if removed:
+            freeing.append(Shrink(w.id, tuple(removed), w.evict_reason))
+        if added:
+            taking.append(Expand(w.id, tuple(added)))
+    decisions = tuple(freeing + taking)
+    return CycleResult(
+        now=session.now,
+        decisions=decisions,
+        pending=_pending_infos(session),
+        queues=session.queue_statuses(),
+        idle_gpus=sum(n.free_whole for n in session.nodes.values() if n.ready),
+    )
+
+
+def _pending_infos(session: Session) -> dict[str, PendingInfo]:
+    """Why each pending workload waits, and its position in its project queue."""
+    by_project: dict[str, list[WorkloadState]] = {}
+    for w in session.pending_workloads():
+        by_project.setdefault(w.project, []).append(w)
+    infos: dict[str, PendingInfo] = {}
+    reasons = session.reasons
+    for project, items in by_project.items():
+        items.sort(key=priority_order)
+        for pos, w in enumerate(items, start=1):
+            per_pool = reasons.get(w.id)
+            if not per_pool:
+                kind, text = "capacity", "waiting for the next scheduling cycle"
+            elif len(per_pool) == 1:
+                ((kind, text),) = per_pool.values()
+            else:
+                kind = next(iter(per_pool.values()))[0]
+                text = "; ".join(f"pool {p}: {m}" for p, (_, m) in per_pool.items())
+            infos[w.id] = PendingInfo(w.id, project, kind, text, pos)
+    return infos

@@ -1,0 +1,307 @@
+"""The proportion plugin (KAI-Scheduler's proportion): hierarchical quotas and
+fairshare. At session open it works out every queue's figures (figures.py); then it
+answers the session's queue hooks: queue order, whether a queue is over its fairshare or
+within its deserved quota, admission (limits, and the in-quota rule of non-preemptible
+work), whether a queue may give resources back to a reclaimer, and the queue figures
+of the cycle's result."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from scheduler_core.engine.decisions import QueueStatus
+from scheduler_core.engine.framework.plugin import Plugin, register
+from scheduler_core.engine.framework.queue_hooks import QueueHooks
+from scheduler_core.engine.plugins.proportion.figures import QueueFigures
+from scheduler_core.engine.reasons import RESOURCE_WORDS
+from scheduler_core.engine.resources import EPSILON, UNLIMITED, Resources, format_amount
+from scheduler_core.engine.snapshot import KIND_INTERACTIVE
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scheduler_core.engine.framework.session import Key, Session, Vec
+    from scheduler_core.engine.framework.state import WorkloadState
+
+_ZERO = (0.0, 0.0, 0.0)
+
+
+def _res(v: Iterable[float]) -> Resources:
+    g, c, m = v
+    return Resources(g, c, m)
+
+
+@register
+class ProportionPlugin(Plugin):
+    """Queues are ordered by fairshare, quota, rank, starvation and age; a queue over
+    its fairshare may not reclaim, and gives back what it holds above it."""
+
+    name = "proportion"
+
+    def __init__(self) -> None:
+        self._session: Session | None = None
+        self._figures: QueueFigures | None = None
+        # the session's allocation vectors per (queue, pool), kept current as pods bind
+        self._acc: dict[Key, Vec] = {}
+        self._acc_np: dict[Key, Vec] = {}
+        self._fair: dict[Key, Vec] = {}
+        self._deserved: dict[Key, Vec] = {}
+
+    def queue_hooks(self) -> QueueHooks:
+        return self
+
+    def on_session_open(self, session: Session) -> None:
+        figures = QueueFigures(session)
+        self._session = session
+        self._figures = figures
+        self._acc = session.acc
+        self._acc_np = session.acc_np
+        self._fair = figures.fair
+        self._deserved = figures.deserved
+
+    def on_session_close(self) -> None:
+        self._session = None
+        self._figures = None
+        self._acc = {}
+        self._acc_np = {}
+
+    @property
+    def session(self) -> Session:
+        """The open session."""
+        assert self._session is not None, "the session is not open"
+        return self._session
+
+    @property
+    def figures(self) -> QueueFigures:
+        """The figures worked out when the session opened."""
+        assert self._figures is not None, "the session is not open"
+        return self._figures
+
+    # ------------------------------------------------------------ queue order
+    def queue_order_key(self, w: WorkloadState, pool: str, extra: Vec) -> tuple[object, ...]:
+        """Order of queues (smaller first): not over fairshare, in quota, rank, most
+        starved, older; departments first, then their projects."""
+        session = self.session
+        cap = session.pools[pool].capacity
+        caps = (cap.gpus, cap.cpu, cap.memory)
+        zero = _ZERO
+        keys: list[object] = []
+        orders: list[int] = []
+        accs = self._acc
+        fairs = self._fair
+        deserveds = self._deserved
+        queues = session.queues
+        for name in (w.department, w.project):
+            key = (name, pool)
+            acc = accs.get(key, zero)
+            fair = fairs.get(key, zero)
+            des = deserveds.get(key, zero)
+            over = False
+            outside = False
+            starved = 0.0
+            for i in range(3):
+                a = acc[i]
+                c = caps[i]
+                if c > EPSILON and c != UNLIMITED:
+                    share = a / c
+                    if share > starved:
+                        starved = share
+                e = extra[i]
+                if e > EPSILON and des[i] != UNLIMITED:
+                    if a + e > fair[i] + EPSILON:
+                        over = True
+                    if a + e > des[i] + EPSILON:
+                        outside = True
+            q = queues.get(name)
+            keys.extend((over, outside, -(q.rank if q else 0), round(starved, 9)))
+            orders.append(q.creation_order if q else 0)
+        keys.extend((w.spec.submitted_at, w.spec.creation_order, *orders))
+        return tuple(keys)
+
+    def queue_order_inputs(self, w: WorkloadState, pool: str) -> object:
+        """What queue_order_key depends on that changes within a session: the
+        allocations of the project and department of `w` in `pool`."""
+        acc = self._acc
+        p = acc.get((w.project, pool))
+        d = acc.get((w.department, pool))
+        return (None if p is None else tuple(p), None if d is None else tuple(d))
+
+    # ------------------------------------------------------------ fairshare and quota
+    def over_fairshare(self, queue: str, pool: str, extra: Vec) -> bool:
+        """Would `queue` exceed its fairshare (on a governed resource) with `extra`?"""
+        key = (queue, pool)
+        acc = self._acc.get(key, _ZERO)
+        fair = self._fair.get(key, _ZERO)
+        des = self._deserved.get(key, (0.0, UNLIMITED, UNLIMITED))
+        for i in (0, 1, 2):
+            e = extra[i]
+            if e > EPSILON and acc[i] + e > fair[i] + EPSILON and math.isfinite(des[i]):
+                return True
+        return False
+
+    def above_fairshare(self, queue: str, pool: str) -> bool:
+        """Does `queue` hold more than its fairshare of a governed resource now?"""
+        key = (queue, pool)
+        acc = self._acc.get(key, _ZERO)
+        fair = self._fair.get(key, _ZERO)
+        des = self._deserved.get(key, (0.0, UNLIMITED, UNLIMITED))
+        return any(math.isfinite(des[i]) and acc[i] > fair[i] + EPSILON for i in range(3))
+
+    def within_deserved(self, queue: str, pool: str, extra: Vec) -> bool:
+        """Would `queue` stay within its deserved quota with `extra`?"""
+        key = (queue, pool)
+        acc = self._acc.get(key, _ZERO)
+        des = self._deserved.get(key, (0.0, UNLIMITED, UNLIMITED))
+        for i in (0, 1, 2):
+            e = extra[i]
+            if e > EPSILON and acc[i] + e > des[i] + EPSILON:
+                return False
+        return True
+
+    def spare_gpus(self, queue: str, pool: str) -> float:
+        """GPUs `queue` holds in `pool` above its deserved quota."""
+        key = (queue, pool)
+        acc = self._acc[key][0]
+        return max(0.0, acc - min(self._deserved[key][0], acc))
+
+    # ------------------------------------------------------------ reclaim
+    def may_give_back(
+        self, queue: str, pool: str, freed: tuple[float, float, float], deserved_mode: bool
+    ) -> bool:
+        """May `queue` give `freed` back to a reclaimer: it stays at or above its
+        deserved quota and is over its fairshare (or, in deserved mode, over its deserved
+        quota) on a resource it gives?"""
+        key = (queue, pool)
+        acc = self._acc.get(key, _ZERO)
+        fair = self._fair.get(key, _ZERO)
+        des = self._deserved.get(key, (0.0, math.inf, math.inf))
+        over = False
+        for i in range(3):
+            if freed[i] <= EPSILON or not math.isfinite(des[i]):
+                continue
+            if acc[i] - freed[i] < des[i] - EPSILON:
+                return False  # never below deserved
+            if acc[i] > fair[i] + EPSILON or (deserved_mode and acc[i] > des[i] + EPSILON):
+                over = True
+        return over
+
+    def could_give_back(self, queue: str, pool: str, deserved_mode: bool) -> bool:
+        """Could `queue` give anything back at all (see may_give_back)? False stays
+        False while allocations only go down."""
+        key = (queue, pool)
+        acc = self._acc.get(key, _ZERO)
+        fair = self._fair.get(key, _ZERO)
+        des = self._deserved.get(key, (0.0, math.inf, math.inf))
+        for i in range(3):
+            if not math.isfinite(des[i]):
+                continue
+            if acc[i] > fair[i] + EPSILON or (deserved_mode and acc[i] > des[i] + EPSILON):
+                return True
+        return False
+
+    # ------------------------------------------------------------ admission
+    def admission_problem(self, w: WorkloadState, pool: str, extra: Vec) -> tuple[str, str] | None:
+        """Why `w` may not take `extra` more in quota pool `pool` (limits, and the
+        in-quota rule of non-preemptible work), or None when it may."""
+        figures = self.figures
+        limited = figures.limited
+        if (
+            w.preemptible
+            and (w.project, pool) not in limited
+            and ((w.department, pool) not in limited)
+        ):
+            return None  # nothing to check: no finite limit, no in-quota rule
+        for name, level in ((w.project, "project"), (w.department, "department")):
+            key = (name, pool)
+            lim = figures.limit.get(key)
+            if lim is None:
+                continue
+            acc = self._acc.get(key, _ZERO)
+            for i in range(3):
+                if extra[i] > EPSILON and acc[i] + extra[i] > lim[i] + EPSILON:
+                    return (
+                        "limit",
+                        f"{level} {name} is limited to {format_amount(lim[i])} "
+                        f"{RESOURCE_WORDS[i]} in pool {pool}; it uses {format_amount(acc[i])} "
+                        f"and this needs {format_amount(extra[i])}",
+                    )
+        if not w.preemptible:
+            what = (
+                "interactive workloads"
+                if w.spec.kind == KIND_INTERACTIVE
+                else "non-preemptible workloads"
+            )
+            for name, level in ((w.project, "project"), (w.department, "department")):
+                key = (name, pool)
+                des = self._deserved.get(key)
+                if des is None:
+                    continue
+                acc = self._acc_np.get(key, _ZERO)
+                for i in range(3):
+                    if extra[i] > EPSILON and acc[i] + extra[i] > des[i] + EPSILON:
+                        if acc[i] + EPSILON >= des[i]:
+                            head = (
+                                f"{level} {name} is at its quota of {format_amount(des[i])} "
+                                f"{RESOURCE_WORDS[i]} in pool {pool}"
+                            )
+                        else:
+                            head = (
+                                f"{level} {name} has {format_amount(des[i] - acc[i])} of its "
+                                f"{format_amount(des[i])} quota {RESOURCE_WORDS[i]} left in "
+                                f"pool {pool} and this needs {format_amount(extra[i])}"
+                            )
+                        return (
+                            "quota",
+                            f"{head}; {what} cannot use over-quota {RESOURCE_WORDS[i]}",
+                        )
+        return None
+
+    # ------------------------------------------------------------ reasons and figures
+    def fairshare_blocked(self, queue: str, level: str, pool: str, extra: Vec) -> str:
+        """Why a queue over its fairshare waits: figures of the resource that is over."""
+        index = self.session.pools[pool]
+        cache_key = ("fairshare", queue, level, extra[0], extra[1], extra[2])
+        text = index.cached_reason(cache_key)
+        if text is None:
+            text = index.keep_reason(cache_key, self._fairshare_blocked(queue, level, pool, extra))
+        return text
+
+    def _fairshare_blocked(self, queue: str, level: str, pool: str, extra: Vec) -> str:
+        key = (queue, pool)
+        acc = self._acc.get(key, _ZERO)
+        fair = self._fair.get(key, _ZERO)
+        free = self.session.pools[pool].free_gpus
+        for i in range(3):
+            if extra[i] > EPSILON and acc[i] + extra[i] > fair[i] + EPSILON:
+                share = fair[i]
+                text = "its fair share" if math.isfinite(share) else "its share"
+                return (
+                    f"{level} {queue} would exceed {text} of {format_amount(share)} "
+                    f"{RESOURCE_WORDS[i]} in pool {pool} (holds {format_amount(acc[i])}, this "
+                    f"needs {format_amount(extra[i])}), so it can only use idle resources "
+                    f"({format_amount(free)} free GPUs) and cannot reclaim"
+                )
+        return f"{level} {queue} is over its fair share in pool {pool}"
+
+    def queue_statuses(self) -> dict[str, dict[str, QueueStatus]]:
+        """Every queue's figures in every pool, as they stand now."""
+        session = self.session
+        figures = self.figures
+        out: dict[str, dict[str, QueueStatus]] = {}
+        zero = _ZERO
+        for q in session.queues.values():
+            per_pool: dict[str, QueueStatus] = {}
+            for pool in session.pools:
+                key = (q.name, pool)
+                per_pool[pool] = QueueStatus(
+                    queue=q.name,
+                    pool=pool,
+                    deserved=_res(self._deserved.get(key, zero)),
+                    limit=_res(figures.limit.get(key, zero)),
+                    fairshare=_res(self._fair.get(key, zero)),
+                    allocated=_res(self._acc.get(key, zero)),
+                    requested=_res(figures.requested.get(key, zero)),
+                )
+            out[q.name] = per_pool
+        return out

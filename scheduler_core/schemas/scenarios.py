@@ -1,0 +1,213 @@
+"""Scenario files (FORMAT.md v1.1): the shape of every entry. Whether names refer to
+things that exist, and the initial placements, are checked when the scenario is built."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import model_validator
+
+from scheduler_core.engine.snapshot import NODE_STATES
+from scheduler_core.schemas.base import (
+    MAX_SECONDS,
+    Amount,
+    Name,
+    NodeCPU,
+    NodeGPUs,
+    NodeMemory,
+    Priority,
+    QueueWeight,
+    Rank,
+    ScenarioLabels,
+    StrictModel,
+    Time,
+    Weight,
+    number,
+    one_of,
+    rule_error,
+    show,
+    whole,
+)
+from scheduler_core.schemas.pools import ScenarioConfig, ScenarioPool
+from scheduler_core.schemas.workloads import WorkloadShape
+
+MAX_NODE_COUNT = 100_000
+EVENT_TYPES = (
+    "submit",
+    "finish",
+    "fail",
+    "delete",
+    "set_priority",
+    "set_quota",
+    "set_weight",
+    "node_down",
+    "node_up",
+)
+
+
+class Amounts(StrictModel):
+    """GPUs, CPU cores and GiB of memory; a resource left out is not stated."""
+
+    gpus: Amount = None
+    cpu: Amount = None
+    memory: Amount = None
+
+
+class ScenarioNode(StrictModel):
+    """A node, or `count` alike nodes named name-1 .. name-N."""
+
+    name: Name
+    count: whole(ge=1, le=MAX_NODE_COUNT) = None
+    pool: Name = None
+    gpus: NodeGPUs = 0
+    cpu: NodeCPU = None
+    memory: NodeMemory = None
+    labels: ScenarioLabels | None = None
+    state: one_of(NODE_STATES) = "ready"
+
+
+class ScenarioQueue(StrictModel):
+    """A department: its rank, over-quota weight, and deserved quota and limit per pool."""
+
+    name: Name
+    rank: Rank = 0
+    over_quota_weight: QueueWeight = 1.0
+    quota: dict[str, Amounts] | None = None
+    limit: dict[str, Amounts] | None = None
+
+
+class ScenarioProject(ScenarioQueue):
+    """A project of a department."""
+
+    department: Name = None
+
+
+class ScenarioWorkload(WorkloadShape):
+    """A workload as a scenario submits it (FORMAT.md `workloads` and `submit`)."""
+
+    name: Name
+    project: Name
+    pools: list[Name] | None = None
+    node_selector: ScenarioLabels | None = None
+    submitted_at: Time = 0.0
+    duration: number(ge=0, le=MAX_SECONDS) = None
+
+
+class InitialWorkload(ScenarioWorkload):
+    """A workload present at time 0, possibly running already."""
+
+    running_on: list[Any] | None = None
+    started_at: Time = None
+
+    @model_validator(mode="after")
+    def _started_needs_running(self) -> InitialWorkload:
+        if self.started_at is not None and self.running_on is None:
+            raise rule_error("needs `running_on`", at=("started_at",))
+        return self
+
+
+class SetPriority(StrictModel):
+    """A workload's new priority."""
+
+    workload: Name
+    priority: Priority
+
+
+class _QueueEvent(StrictModel):
+    project: Name = None
+    department: Name = None
+
+
+class SetQuota(_QueueEvent):
+    """A queue's deserved quota in a pool."""
+
+    pool: Name = None
+    gpus: Amount = None
+    cpu: Amount = None
+    memory: Amount = None
+
+
+class SetWeight(_QueueEvent):
+    """A workload's weight, or a queue's over-quota weight."""
+
+    workload: Name = None
+    weight: Weight = None
+    over_quota_weight: QueueWeight = None
+
+
+class ScenarioEvent(StrictModel):
+    """One event: exactly one of its keys."""
+
+    submit: ScenarioWorkload = None
+    finish: Name = None
+    fail: Name = None
+    delete: Name = None
+    set_priority: SetPriority = None
+    set_quota: SetQuota = None
+    set_weight: SetWeight = None
+    node_down: Name = None
+    node_up: Name = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _exactly_one(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            if len(data) != 1:
+                raise rule_error(
+                    "an event has exactly one of {types}, got {keys}",
+                    types=", ".join(EVENT_TYPES),
+                    keys=", ".join(map(str, data)) or "nothing",
+                    about_key=False,
+                )
+            (kind,) = data
+            if kind not in EVENT_TYPES:
+                raise rule_error(
+                    "unknown event {kind} (events: {types})",
+                    kind=show(kind),
+                    types=", ".join(EVENT_TYPES),
+                    about_key=False,
+                )
+        return data
+
+    @property
+    def type(self) -> str:
+        """Which event it is."""
+        (kind,) = self.model_fields_set
+        return kind
+
+
+class Expect(StrictModel):
+    """What must hold once scheduling reaches a fixed point."""
+
+    running: list[Any] | None = None
+    pending: list[Any] | None = None
+    completed: list[Any] | None = None
+    failed: list[Any] | None = None
+    preempted: list[Any] | None = None
+    moved: list[Any] | None = None
+    only: bool = False
+    pods: dict[str, whole(ge=0, le=1_000_000)] | None = None
+    allocated: dict[str, dict[str, Amounts]] | None = None
+    fairshare: dict[str, dict[str, Amounts]] | None = None
+
+
+class ScenarioStep(StrictModel):
+    """A point in simulated time: events, then scheduling, then `expect`."""
+
+    at: number(ge=0, le=1e12)
+    events: list[ScenarioEvent] | None = None
+    expect: Expect | None = None
+
+
+class ScenarioDocument(StrictModel):
+    """A whole scenario file."""
+
+    name: Name | None = None
+    description: str | None = None
+    config: ScenarioConfig | None = None
+    pools: list[ScenarioPool] | None = None
+    nodes: list[ScenarioNode] | None = None
+    departments: list[ScenarioQueue] | None = None
+    projects: list[ScenarioProject] | None = None
+    workloads: list[InitialWorkload] | None = None
+    steps: list[ScenarioStep] | None = None

@@ -1,0 +1,175 @@
+"""The workload shape: what a submission asks for, wherever it comes from (the API, the
+console, a scenario file). References to other objects (project, pools) and whether the
+gang fits the cluster are checked by whoever knows the cluster."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, ValidatorFunctionWrapHandler, field_validator, model_validator
+
+from scheduler_core.schemas.base import (
+    CPU,
+    MAX_SECONDS,
+    BackoffLimit,
+    Duration,
+    GPUs,
+    Labels,
+    Memory,
+    Pods,
+    Priority,
+    Slug,
+    StrictModel,
+    Weight,
+    number,
+    one_of,
+    rule_error,
+    string_map,
+    with_more_errors,
+)
+from scheduler_core.schemas.kinds import KINDS, kind_defaults
+
+FLAT_SHAPE = ("pods", "min_pods", "gpus", "cpu", "memory")
+MAX_GROUPS = 32
+CPU_KIND = "cpu"
+
+
+def _check_gang(pods: int, min_pods: int | None) -> None:
+    if min_pods is not None and min_pods > pods:
+        raise rule_error(
+            "({min_pods}) must not exceed `pods` ({pods})",
+            at=("min_pods",),
+            min_pods=min_pods,
+            pods=pods,
+        )
+
+
+class PodGroup(StrictModel):
+    """Identical pods of a workload: `pods` wanted, at least `min_pods` started together
+    (default: all of them, a strict gang), each asking gpus, cpu cores and GiB of memory."""
+
+    name: Slug = None
+    pods: Pods = 1
+    min_pods: Pods = None
+    gpus: GPUs = 0.0
+    cpu: CPU = 0.0
+    memory: Memory = 0.0
+
+    @model_validator(mode="after")
+    def _gang_within_pods(self) -> PodGroup:
+        _check_gang(self.pods, self.min_pods)
+        return self
+
+    @property
+    def gang(self) -> int:
+        """Pods that must start together."""
+        return self.pods if self.min_pods is None else self.min_pods
+
+
+class WorkloadShape(StrictModel):
+    """What a workload asks for: its kind (which decides the default priority and
+    preemptibility), its pods, either flat (pods, min_pods, gpus, cpu, memory: one group)
+    or as several `groups`, where its pods may go and how it is weighed and restarted."""
+
+    kind: one_of(KINDS) = "training"
+    priority: Priority = None
+    preemptible: bool = None
+    pods: Pods = None
+    min_pods: Pods = None
+    gpus: GPUs = None
+    cpu: CPU = None
+    memory: Memory = None
+    groups: Annotated[list[PodGroup], Field(max_length=MAX_GROUPS)] = None
+    node_selector: Labels = Field(default_factory=dict)
+    weight: Weight = 1.0
+    backoff_limit: BackoffLimit | None = None
+
+    @field_validator("groups", mode="wrap")
+    @classmethod
+    def _group_names_unique(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """Reported with the groups' other problems, so one answer lists them all."""
+        seen: set[Any] = set()
+        twice: list[tuple[int, Any]] = []
+        for i, group in enumerate(value if isinstance(value, list) else []):
+            name = group.get("name", f"group-{i + 1}") if isinstance(group, dict) else None
+            if name is not None and name in seen:
+                twice.append((i, name))
+            seen.add(name)
+        if not twice:
+            return handler(value)
+        raise with_more_errors(
+            handler,
+            value,
+            [
+                rule_error("group name {name!r} is used twice", about_key=False, name=n)
+                for _, n in twice
+            ],
+            [(i, "name") for i, _ in twice],
+        )
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> WorkloadShape:
+        if self.groups is not None:
+            for key in FLAT_SHAPE:
+                if getattr(self, key) is not None:
+                    raise rule_error(
+                        "belongs to each group when `groups` is given (give either groups "
+                        "or the flat pod shape, not both)",
+                        at=(key,),
+                    )
+            if not self.groups:
+                raise rule_error("must list at least one group", at=("groups",))
+        else:
+            _check_gang(self.pods or 1, self.min_pods)
+        if self.kind == CPU_KIND and any(g.gpus for g in self.pod_groups()):
+            raise rule_error(
+                "a CPU-only workload cannot ask for GPUs", at=("gpus",), about_key=False
+            )
+        return self
+
+    def _flat(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in FLAT_SHAPE if getattr(self, k) is not None}
+
+    def pod_groups(self) -> list[PodGroup]:
+        """Its groups, each named (`main` for the flat shape, else `group-N` when unnamed)
+        and with min_pods stated."""
+        if self.groups is None:
+            flat = PodGroup(name="main", **self._flat())
+            return [flat.model_copy(update={"min_pods": flat.gang})]
+        return [
+            g.model_copy(update={"name": g.name or f"group-{i + 1}", "min_pods": g.gang})
+            for i, g in enumerate(self.groups)
+        ]
+
+    def priority_and_preemptible(self) -> tuple[int, bool]:
+        """Its priority and preemptibility, the kind's defaults filling what it leaves out."""
+        return kind_defaults(self.kind, priority=self.priority, preemptible=self.preemptible)
+
+
+Command = (
+    Annotated[str, Field(max_length=4096)]
+    | Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=256)]
+)
+"""A command line (as the console sends it) or its words (as API clients often do)."""
+
+
+class RuntimeSpec(StrictModel):
+    """What the runtime needs to run a workload."""
+
+    image: Annotated[str, Field(max_length=255)] = None
+    command: Command = None
+    env: string_map(max_entries=256, max_length=4096) = None
+    duration: Duration = None
+    checkpoint_every: number(ge=0, le=MAX_SECONDS) = None
+
+
+class WorkloadSubmission(WorkloadShape):
+    """A live submission: the shape and its runtime spec."""
+
+    spec: RuntimeSpec = Field(default_factory=RuntimeSpec)
+
+
+class NewPriority(StrictModel):
+    """A workload's new priority."""
+
+    priority: Priority

@@ -175,11 +175,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         wait = int(seconds or 1) if seconds is not None else 1
         headers["Retry-After"] = str(wait)
         extra["retry_after"] = wait
-        body = error_body(
-            "throttled",
-            f"too many requests: try again in {wait} second{'s' if wait != 1 else ''}",
-            **extra,
-        )
+        if type(api_exc) is exceptions.Throttled:  # DRF's detail: "Request was throttled. ..."
+            sentence = f"too many requests: try again in {wait} second{'s' if wait != 1 else ''}"
+        else:  # a Fairway subclass says why itself
+            sentence = str(api_exc.detail)
+        body = error_body(api_exc.default_code, sentence, **extra)
     elif isinstance(api_exc, exceptions.ValidationError):
         fields = flatten_errors(api_exc.detail)
         body = error_body("validation_failed", summarise(fields), fields)

@@ -288,9 +288,19 @@ SCHEDULER_LOCK_TTL = env.float("SCHEDULER_LOCK_TTL", default=10.0)
 PENDING_REASON_REFRESH = env.float("PENDING_REASON_REFRESH", default=5.0)
 # ... and at most this many rows per cycle (a refresh of a longer queue takes several cycles).
 PENDING_REASON_REFRESH_ROWS = env.int("PENDING_REASON_REFRESH_ROWS", default=1000)
-# /metrics is open by default, like most Prometheus targets; set to require a signed-in
-# user or an API token.
-METRICS_REQUIRE_AUTH = env.bool("METRICS_REQUIRE_AUTH", default=False)
+# --- metrics, sign-in attempts, request bodies (the security block, appended) -------------
+# Request bodies are JSON only; one nested too deeply to handle is a 400 (api.parsers).
+REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["api.parsers.JSONParser"]
+# /metrics names every department and project: system admins read it (session or API
+# token), and so does a scraper sending this token as `Authorization: Bearer <token>`
+# (empty: no scrape token; api.metrics).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# Failed sign-ins (API Basic auth, console and admin login) allowed per username and per
+# client address in each window of SIGN_IN_FAILURE_WINDOW seconds; past either limit the
+# answer is 429 with Retry-After until the window ends (scheduler_core.sign_in_attempts).
+SIGN_IN_FAILURES_PER_USERNAME = env.int("SIGN_IN_FAILURES_PER_USERNAME", default=10)
+SIGN_IN_FAILURES_PER_ADDRESS = env.int("SIGN_IN_FAILURES_PER_ADDRESS", default=50)
+SIGN_IN_FAILURE_WINDOW = env.float("SIGN_IN_FAILURE_WINDOW", default=900.0)
 
 # --- surviving broker outages
 # The worker survives a Redis outage of any length and resumes by itself: it retries the

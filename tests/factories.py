@@ -58,8 +58,7 @@ def project(dept: Department | None = None, name: str | None = None, **kwargs: A
 
 
 def quota(owner: Department | Project, pool_obj: NodePool, gpus: float = 0, **kwargs: Any) -> Quota:
-    field = "department" if isinstance(owner, Department) else "project"
-    return Quota.objects.create(**{field: owner}, pool=pool_obj, gpus=gpus, **kwargs)
+    return Quota.objects.create(owner=owner, pool=pool_obj, gpus=gpus, **kwargs)
 
 
 def researcher(proj: Project, username: str | None = None):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -28,23 +30,40 @@ class MemberSerializer(serializers.Serializer):
     role = serializers.CharField(help_text="The member's role there.")
 
 
-class DepartmentSerializer(serializers.Serializer):
-    """A department: the upper level of the queue tree, with projects under it."""
+class QueueOwnerSerializer(serializers.Serializer):
+    """What departments and projects show alike. The wording of a field's help may differ
+    by level: a subclass gives it in `help_texts`."""
+
+    help_texts: ClassVar[dict[str, str]] = {}
 
     id = serializers.IntegerField(help_text="Database id.")
-    name = serializers.CharField(help_text="Unique name; used in URLs (/departments/<name>/).")
+    name = serializers.CharField(help_text="Unique name; used in URLs.")
     description = serializers.CharField(help_text="Free text.")
-    rank = serializers.IntegerField(
-        help_text="Departments of higher rank are served over-quota GPUs first."
-    )
+    rank = serializers.IntegerField(help_text="Higher rank is served over-quota GPUs first.")
     over_quota_weight = serializers.FloatField(
-        help_text="Share of over-quota GPUs among departments of the same rank."
+        help_text="Share of over-quota GPUs among peers of the same rank."
     )
     created_at = serializers.DateTimeField(help_text="When it was created.")
+    members = MemberSerializer(source="memberships", many=True, help_text="Its members.")
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for name, text in self.help_texts.items():
+            fields[name].help_text = text
+        return fields
+
+
+class DepartmentSerializer(QueueOwnerSerializer):
+    """A department: the upper level of the queue tree, with projects under it."""
+
+    help_texts: ClassVar[dict[str, str]] = {
+        "name": "Unique name; used in URLs (/departments/<name>/).",
+        "rank": "Departments of higher rank are served over-quota GPUs first.",
+        "over_quota_weight": "Share of over-quota GPUs among departments of the same rank.",
+        "members": "Department admins and viewers.",
+    }
+
     projects = serializers.SerializerMethodField(help_text="Names of the department's projects.")
-    members = MemberSerializer(
-        source="memberships", many=True, help_text="Department admins and viewers."
-    )
 
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_projects(self, department) -> list[str]:
@@ -80,26 +99,21 @@ class DepartmentUpdateSerializer(_OrgFields):
     """Changes to a department; omitted fields stay as they are."""
 
 
-class ProjectSerializer(serializers.Serializer):
+class ProjectSerializer(QueueOwnerSerializer):
     """A project: the team queue workloads are submitted to."""
 
-    id = serializers.IntegerField(help_text="Database id.")
-    name = serializers.CharField(help_text="Unique name; used in URLs (/projects/<name>/).")
+    help_texts: ClassVar[dict[str, str]] = {
+        "name": "Unique name; used in URLs (/projects/<name>/).",
+        "rank": "Projects of higher rank in a department are served over-quota GPUs first.",
+        "over_quota_weight": "Share of over-quota GPUs among the department's projects of "
+        "the same rank.",
+        "members": "Researchers and viewers of the project.",
+    }
+
     department = serializers.CharField(
         source="department.name", help_text="Name of the department it belongs to."
     )
     department_id = serializers.IntegerField(help_text="Id of the department it belongs to.")
-    description = serializers.CharField(help_text="Free text.")
-    rank = serializers.IntegerField(
-        help_text="Projects of higher rank in a department are served over-quota GPUs first."
-    )
-    over_quota_weight = serializers.FloatField(
-        help_text="Share of over-quota GPUs among the department's projects of the same rank."
-    )
-    created_at = serializers.DateTimeField(help_text="When it was created.")
-    members = MemberSerializer(
-        source="memberships", many=True, help_text="Researchers and viewers of the project."
-    )
 
 
 class ProjectCreateSerializer(_OrgFields):

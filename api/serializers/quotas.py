@@ -17,8 +17,10 @@ class QuotaSerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="Database id.")
     pool = serializers.CharField(source="pool.name", help_text="Name of the pool.")
     pool_id = serializers.IntegerField(help_text="Id of the pool.")
-    owner_type = serializers.SerializerMethodField(
-        help_text="Whether the quota belongs to a department or a project."
+    owner_type = serializers.CharField(
+        source="owner_kind",
+        read_only=True,
+        help_text="Whether the quota belongs to a department or a project.",
     )
     department = serializers.CharField(
         source="department.name",
@@ -43,9 +45,6 @@ class QuotaSerializer(serializers.Serializer):
         allow_null=True, help_text="Memory limit in GiB (null: none)."
     )
     updated_at = serializers.DateTimeField(help_text="When it last changed.")
-
-    def get_owner_type(self, quota) -> str:
-        return "project" if quota.project_id else "department"
 
 
 class QuotaValuesSerializer(StrictInputSerializer):
@@ -100,4 +99,6 @@ class QuotaSetSerializer(QuotaValuesSerializer):
             raise serializers.ValidationError(
                 {"project": ["give exactly one of department or project"]}
             )
+        # The service takes either as its `owner`.
+        attrs["owner"] = attrs.pop("department", None) or attrs.pop("project")
         return attrs

@@ -54,14 +54,9 @@ class QuotaViewSet(ApiViewSet):
         },
     )
     def create(self, request):
-        values = dict(self.input(QuotaSetSerializer))
-        pool = values.pop("pool")
-        existed = Quota.objects.filter(
-            pool=pool,
-            department=values.get("department"),
-            project=values.get("project"),
-        ).exists()
-        quota = self._set(pool=pool, values=values)
+        values = self.input(QuotaSetSerializer)
+        existed = Quota.objects.for_owner(values["owner"]).filter(pool=values["pool"]).exists()
+        quota = quotas.queue_owner_set_quota(user=request.user, **values)
         return Response(self._fresh(quota), status=200 if existed else status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -71,12 +66,10 @@ class QuotaViewSet(ApiViewSet):
     )
     def partial_update(self, request, pk=None):
         quota = self.get_object()
-        values = dict(self.input(QuotaValuesSerializer, partial=True))
-        owner = {"project": quota.project} if quota.project_id else {"department": quota.department}
-        return Response(self._fresh(self._set(pool=quota.pool, values={**values, **owner})))
-
-    def _set(self, *, pool, values: dict) -> Quota:
-        if "project" in values and values["project"] is not None:
-            return quotas.project_set_quota(user=self.request.user, pool=pool, **values)
-        values.pop("project", None)
-        return quotas.department_set_quota(user=self.request.user, pool=pool, **values)
+        quota = quotas.queue_owner_set_quota(
+            user=request.user,
+            owner=quota.owner,
+            pool=quota.pool,
+            **self.input(QuotaValuesSerializer, partial=True),
+        )
+        return Response(self._fresh(quota))

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -15,9 +17,9 @@ from console.forms import QuotaRowForm, attach_service_errors
 from console.permissions import admin_required
 from console.views.common import is_htmx, page
 from console.views.simulations import result_context
-from scheduler_core import access
-from scheduler_core.models import Department, Node, NodePool, Project, QueueState, Quota
-from scheduler_core.selectors.quota_table import QuotaRow, quota_table
+from scheduler_core.models import Department, Node, NodePool, Project
+from scheduler_core.models.queue_owner import QueueOwner
+from scheduler_core.selectors.quota_table import QuotaRow, quota_row, quota_table
 from scheduler_core.services import org, quotas
 from scheduler_core.services.simulations import simulation_create
 
@@ -53,42 +55,29 @@ def _initial_form(row: QuotaRow) -> QuotaRowForm:
     )
 
 
+OWNERS: dict[str, QuerySet[Any]] = {
+    "department": Department.objects.all(),
+    "project": Project.objects.select_related("department"),
+}
+
+
 def _row(request, kind: str, owner_id: int, pool_id: int) -> QuotaRow:
     """The row being edited, if the user administers its owner (404 otherwise)."""
-    managed = access.managed_department_ids(request.user)
     pool = get_object_or_404(NodePool, pk=pool_id)
-    if kind == "project":
-        owner = get_object_or_404(Project.objects.select_related("department"), pk=owner_id)
-        allowed = managed is None or owner.department_id in managed
-    elif kind == "department":
-        owner = get_object_or_404(Department, pk=owner_id)
-        allowed = managed is None or owner.pk in managed
-    else:
+    if kind not in OWNERS:
         raise Http404
-    if not allowed:
+    owner: QueueOwner = get_object_or_404(OWNERS[kind], pk=owner_id)
+    if not owner.managed_by(request.user):
         raise Http404
-    quota = Quota.objects.filter(pool=pool, **{kind: owner}).first()
-    state = QueueState.objects.filter(pool=pool, **{kind: owner}).first()
-    return QuotaRow(
-        kind=kind,
-        owner=owner,
-        pool=pool,
-        gpus=quota.gpus if quota else 0.0,
-        limit_gpus=quota.limit_gpus if quota else None,
-        fairshare_gpus=state.fairshare_gpus if state else 0.0,
-        allocated_gpus=state.allocated_gpus if state else 0.0,
-        editable=access.is_system_admin(request.user) or kind == "project",
-    )
+    return quota_row(user=request.user, owner=owner, pool=pool)
 
 
 def _save(user, row: QuotaRow, data: dict) -> None:
     """Quota and owner settings together: all saved, or nothing if any is refused."""
-    set_quota = quotas.project_set_quota if row.kind == "project" else quotas.department_set_quota
-    update = org.project_update if row.kind == "project" else org.department_update
     with transaction.atomic():
-        set_quota(
+        quotas.queue_owner_set_quota(
             user=user,
-            **{row.kind: row.owner},
+            owner=row.owner,
             pool=row.pool,
             gpus=data["gpus"],
             limit_gpus=data["limit_gpus"],
@@ -97,9 +86,9 @@ def _save(user, row: QuotaRow, data: dict) -> None:
             row.owner.rank,
             row.owner.over_quota_weight,
         ):
-            update(
+            org.queue_owner_update(
                 user=user,
-                **{row.kind: row.owner},
+                owner=row.owner,
                 rank=data["rank"],
                 over_quota_weight=data["over_quota_weight"],
             )
@@ -132,7 +121,7 @@ def quota_save(request, kind: str, owner_id: int, pool_id: int):
         messages.success(request, f"Saved {row.owner.name} in {row.pool.name}.")
     else:
         for field, errors in form.errors.items():
-            messages.error(request, f"{row.owner.name}: {field}: {' '.join(errors)}")
+            messages.error(request, f"{row.owner.name}: {field}: {' '.join(map(str, errors))}")
     return redirect("console:quotas")
 
 
@@ -181,7 +170,7 @@ def quota_whatif(request, kind: str, owner_id: int, pool_id: int):
             error = " ".join(exc.messages)
     else:
         error = "Fix the values in the row first: " + "; ".join(
-            f"{field}: {' '.join(errs)}" for field, errs in form.errors.items()
+            f"{field}: {' '.join(map(str, errs))}" for field, errs in form.errors.items()
         )
     if not is_htmx(request):
         if simulation is not None:

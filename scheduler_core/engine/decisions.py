@@ -115,14 +115,17 @@ class QueueStatus:
 @dataclass(frozen=True, slots=True)
 class CycleResult:
     """The outcome of one cycle: `decisions` to apply in order (atomically), `pending`
-    reasons per pending workload id, `queues[queue][pool]` figures, and the whole GPUs
-    of ready nodes that are still free after the decisions."""
+    reasons per pending workload id, `queues[queue][pool]` figures, the whole GPUs
+    of ready nodes that are still free after the decisions, and `not_growing`: why a
+    running elastic workload below its wanted pods did not get its next pod
+    (workload id -> (reason_kind, reason)), where an action found out."""
 
     now: float
     decisions: tuple[Decision, ...]
     pending: Mapping[str, PendingInfo] = field(default_factory=dict)
     queues: Mapping[str, Mapping[str, QueueStatus]] = field(default_factory=dict)
     idle_gpus: int = 0
+    not_growing: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 _EPOCH_THRESHOLD = 1e8  # below: simulated seconds from 0; above: epoch seconds
 RESOURCE_WORDS = ("GPUs", "CPU cores", "GiB of memory")
+LIMIT = "limit"
+"""Reason kind of a workload that a project's or department's limit blocks."""
 
 
 def format_time(t: float, now: float | None = None) -> str:
@@ -31,3 +33,49 @@ def priority_blocked(blocker: WorkloadState, pool: str) -> str:
         f"waiting behind higher-priority workload {blocker.name} (priority "
         f"{blocker.priority}) in pool {pool}"
     )
+
+
+def straddled_quota(
+    level: str, queue: str, pool: str, resource: int, held: float, deserved: float, taken: float
+) -> str:
+    """Why a workload that sat partly within and partly above its queue's deserved
+    quota was reclaimed whole (`resource` indexes RESOURCE_WORDS)."""
+    words = RESOURCE_WORDS[resource]
+    over = held - deserved
+    return (
+        f"it straddled {level} {queue}'s deserved quota of {format_amount(deserved)} {words} "
+        f"in pool {pool} ({queue} held {format_amount(held)}, {format_amount(over)} over quota, "
+        f"and this workload held {format_amount(taken)}), so it counted as "
+        f"over quota and was taken whole"
+    )
+
+
+def below_pods(w: WorkloadState, why: str) -> str:
+    """Why a running elastic workload with fewer pods than it wants is not growing."""
+    wanted = sum(g.pods for g in w.groups)
+    return f"runs {len(w.pods)} of its {wanted} pods and does not grow: {why}"
+
+
+def preempted_by_priority(w: WorkloadState) -> str:
+    """Why a workload was evicted for `w` under the priority policy."""
+    return f"preempted by higher-priority {w.name} (priority {w.priority})"
+
+
+def never_fits_pool(pool: str, why: str) -> str:
+    """Why a workload waits that can never run in a fair-share pool (`why` names the
+    numbers); it takes no part in the pool's division."""
+    return (
+        f"can never run in pool {pool}: {why}; it takes no part in the pool's fair-share division"
+    )
+
+
+def pod_size(gpus: float, cpu: float, memory: float) -> str:
+    """What one pod asks for, in words: '2 GPUs and 16 CPU cores'."""
+    parts = [
+        f"{format_amount(amount)} {word}"
+        for amount, word in zip((gpus, cpu, memory), RESOURCE_WORDS, strict=True)
+        if amount > 0
+    ]
+    if not parts:
+        return "nothing"
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.db import models
 
+from scheduler_core.models.queue_owned import QueueOwned, owner_constraints
 
-class QueueState(models.Model):
+
+class QueueState(QueueOwned):
     """A department's or project's queue in one pool as the last cycle saw it.
 
     Deserved and limit mirror the quota; fairshare is what the engine worked out this cycle;
@@ -13,16 +15,6 @@ class QueueState(models.Model):
     """
 
     pool = models.ForeignKey("scheduler_core.NodePool", on_delete=models.CASCADE, related_name="+")
-    department = models.ForeignKey(
-        "scheduler_core.Department",
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
-    project = models.ForeignKey(
-        "scheduler_core.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
-    )
     deserved_gpus = models.FloatField(default=0)
     limit_gpus = models.FloatField(null=True, blank=True)
     fairshare_gpus = models.FloatField(default=0)
@@ -38,25 +30,10 @@ class QueueState(models.Model):
 
     class Meta:
         ordering = ["pool__name", "department__name", "project__name"]
-        constraints = [
-            models.CheckConstraint(
-                condition=(
-                    models.Q(department__isnull=False, project__isnull=True)
-                    | models.Q(department__isnull=True, project__isnull=False)
-                ),
-                name="queue_state_exactly_one_owner",
-            ),
-            models.UniqueConstraint(
-                fields=["department", "pool"],
-                condition=models.Q(department__isnull=False),
-                name="unique_department_queue_state",
-            ),
-            models.UniqueConstraint(
-                fields=["project", "pool"],
-                condition=models.Q(project__isnull=False),
-                name="unique_project_queue_state",
-            ),
-        ]
+        constraints = owner_constraints(
+            exactly_one="queue_state_exactly_one_owner",
+            one_per_pool=("unique_department_queue_state", "unique_project_queue_state"),
+        )
 
     def __str__(self) -> str:
         return f"queue {self.project_id or self.department_id} in pool {self.pool_id}"

@@ -1,16 +1,42 @@
-"""Departments, projects and memberships."""
+"""Departments, projects and memberships.
+
+Both are queue owners and share one set of services (`queue_owner_*`). Who may change
+what is decided in two places: `require_manager` (an owner's settings) and
+`require_admin_above` (its quota and members, set from the level above it).
+"""
 
 from __future__ import annotations
+
+from typing import TypeVar
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
 from scheduler_core import access
-from scheduler_core.choices import DepartmentRole, ProjectRole
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Department, DepartmentMembership, Project, ProjectMembership
+from scheduler_core.models.queue_owner import QueueOwner
 from scheduler_core.services.errors import FieldErrors, check_slug_name
+
+Owner = TypeVar("Owner", bound=QueueOwner)
+
+
+def require_manager(user, owner: QueueOwner) -> None:
+    """Refuse unless `user` manages `owner`: system admins, and the admins of the
+    department (or of the project's department)."""
+    if not owner.managed_by(user):
+        raise PermissionDenied(f"you do not manage {owner.kind} {owner}")
+
+
+def require_admin_above(user, owner: QueueOwner, what: str) -> None:
+    """Refuse unless `user` manages the level above `owner`, which sets its quotas and
+    members: system admins for a department (`what` ends "only system admins ..."), the
+    department's admins for a project."""
+    if isinstance(owner, Department):
+        access.require_system_admin(user, what)
+    else:
+        require_manager(user, owner)
 
 
 def _check_weight_rank(errors: FieldErrors, rank, weight) -> None:
@@ -20,46 +46,30 @@ def _check_weight_rank(errors: FieldErrors, rank, weight) -> None:
         errors.add("over_quota_weight", f"must be a number of 0 or more, got {weight!r}")
 
 
+def _queue_owner_create(
+    model: type[Owner], *, name: str, rank: int, over_quota_weight: float, **fields
+) -> Owner:
+    errors = FieldErrors()
+    check_slug_name(errors, name)
+    _check_weight_rank(errors, rank, over_quota_weight)
+    if model.objects.filter(name=name).exists():
+        errors.add("name", f"a {model.kind} named {name!r} already exists")
+    errors.raise_if_any()
+    return model.objects.create(name=name, rank=rank, over_quota_weight=over_quota_weight, **fields)
+
+
 def department_create(
     *, user, name: str, rank: int = 0, over_quota_weight: float = 1.0, description: str = ""
 ) -> Department:
     """Create a department (system admins)."""
     access.require_system_admin(user, "can do this")
-    errors = FieldErrors()
-    check_slug_name(errors, name)
-    _check_weight_rank(errors, rank, over_quota_weight)
-    if Department.objects.filter(name=name).exists():
-        errors.add("name", f"a department named {name!r} already exists")
-    errors.raise_if_any()
-    return Department.objects.create(
-        name=name, rank=rank, over_quota_weight=over_quota_weight, description=description
+    return _queue_owner_create(
+        Department,
+        name=name,
+        rank=rank,
+        over_quota_weight=over_quota_weight,
+        description=description,
     )
-
-
-def department_update(
-    *,
-    user,
-    department: Department,
-    rank: int | None = None,
-    over_quota_weight: float | None = None,
-    description: str | None = None,
-) -> Department:
-    """Change a department's rank, over-quota weight or description."""
-    if not access.can_manage_department(user, department):
-        raise PermissionDenied(f"you do not manage department {department}")
-    errors = FieldErrors()
-    _check_weight_rank(errors, rank, over_quota_weight)
-    errors.raise_if_any()
-    with transaction.atomic():
-        if rank is not None:
-            department.rank = rank
-        if over_quota_weight is not None:
-            department.over_quota_weight = over_quota_weight
-        if description is not None:
-            department.description = description
-        department.save()
-        request_cycle()
-    return department
 
 
 def project_create(
@@ -72,15 +82,9 @@ def project_create(
     description: str = "",
 ) -> Project:
     """Create a project in a department the user manages."""
-    if not access.can_manage_department(user, department):
-        raise PermissionDenied(f"you do not manage department {department}")
-    errors = FieldErrors()
-    check_slug_name(errors, name)
-    _check_weight_rank(errors, rank, over_quota_weight)
-    if Project.objects.filter(name=name).exists():
-        errors.add("name", f"a project named {name!r} already exists")
-    errors.raise_if_any()
-    return Project.objects.create(
+    require_manager(user, department)
+    return _queue_owner_create(
+        Project,
         department=department,
         name=name,
         rank=rank,
@@ -89,30 +93,30 @@ def project_create(
     )
 
 
-def project_update(
+def queue_owner_update(
     *,
     user,
-    project: Project,
+    owner: Owner,
     rank: int | None = None,
     over_quota_weight: float | None = None,
     description: str | None = None,
-) -> Project:
-    """Change a project's rank, over-quota weight or description."""
-    if not access.can_manage_project(user, project):
-        raise PermissionDenied(f"you do not manage project {project}")
+) -> Owner:
+    """Change a department's or project's rank, over-quota weight or description (its
+    managers); fields not given stay as they are."""
+    require_manager(user, owner)
     errors = FieldErrors()
     _check_weight_rank(errors, rank, over_quota_weight)
     errors.raise_if_any()
     with transaction.atomic():
         if rank is not None:
-            project.rank = rank
+            owner.rank = rank
         if over_quota_weight is not None:
-            project.over_quota_weight = over_quota_weight
+            owner.over_quota_weight = over_quota_weight
         if description is not None:
-            project.description = description
-        project.save()
+            owner.description = description
+        owner.save()
         request_cycle()
-    return project
+    return owner
 
 
 def _member_user(username: str):
@@ -123,38 +127,23 @@ def _member_user(username: str):
         raise ValidationError({"username": f"no user named {username!r}"}) from exc
 
 
-def project_set_member(*, user, project: Project, username: str, role: str) -> ProjectMembership:
-    """Add a user to a project or change their role there."""
-    if not access.can_manage_project(user, project):
-        raise PermissionDenied(f"you do not manage project {project}")
-    if role not in ProjectRole.values:
-        raise ValidationError({"role": f"must be one of {', '.join(ProjectRole.values)}"})
-    member = _member_user(username)
-    membership, _ = ProjectMembership.objects.update_or_create(
-        project=project, user=member, defaults={"role": role}
-    )
-    return membership
-
-
-def project_remove_member(*, user, project: Project, username: str) -> None:
-    """Remove a user from a project."""
-    if not access.can_manage_project(user, project):
-        raise PermissionDenied(f"you do not manage project {project}")
-    ProjectMembership.objects.filter(project=project, user__username=username).delete()
-
-
-def department_set_member(
-    *, user, department: Department, username: str, role: str
-) -> DepartmentMembership:
-    """Make a user an admin or viewer of a department (system admins)."""
-    access.require_system_admin(user, "can do this")
-    if role not in DepartmentRole.values:
-        raise ValidationError({"role": f"must be one of {', '.join(DepartmentRole.values)}"})
+def queue_owner_set_member(
+    *, user, owner: QueueOwner, username: str, role: str
+) -> DepartmentMembership | ProjectMembership:
+    """Give a user a role in a department (system admins) or a project (its managers)."""
+    require_admin_above(user, owner, "can do this")
+    roles = owner.member_roles
+    if role not in roles.values:
+        raise ValidationError({"role": f"must be one of {', '.join(roles.values)}"})
     member = _member_user(username)
     try:
-        membership, _ = DepartmentMembership.objects.update_or_create(
-            department=department, user=member, defaults={"role": role}
-        )
+        membership, _ = owner.memberships.update_or_create(user=member, defaults={"role": role})
     except IntegrityError as exc:  # pragma: no cover - unique race
         raise ValidationError({"username": "membership changed concurrently"}) from exc
     return membership
+
+
+def queue_owner_remove_member(*, user, owner: QueueOwner, username: str) -> None:
+    """Remove a user's role in a department (system admins) or a project (its managers)."""
+    require_admin_above(user, owner, "change department members")
+    owner.memberships.filter(user__username=username).delete()

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
+from enum import Enum, auto
+
 from django.db import transaction
 
-from scheduler_core import access
 from scheduler_core.choices import EventType
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Department, NodePool, Project, Quota
+from scheduler_core.models.queue_owner import QueueOwner
 from scheduler_core.services.errors import FieldErrors, require_non_negative
+from scheduler_core.services.org import require_admin_above
 
 RESOURCES = ("gpus", "cpu", "memory")
 
@@ -26,6 +28,7 @@ def _validate(values: dict[str, float | None]) -> None:
             f"limit_{key}" not in errors.errors
             and key not in errors.errors
             and limit is not None
+            and deserved is not None
             and limit < deserved
         ):
             errors.add(
@@ -35,94 +38,56 @@ def _validate(values: dict[str, float | None]) -> None:
     errors.raise_if_any()
 
 
-def _set_quota(owner_field: str, owner, pool: NodePool, values: dict) -> Quota:
-    quota = Quota.objects.filter(**{owner_field: owner, "pool": pool}).first()
-    current = {
-        key: (getattr(quota, key) if quota else (None if key.startswith("limit_") else 0.0))
-        for key in (*RESOURCES, *(f"limit_{k}" for k in RESOURCES))
+class Unset(Enum):
+    """A value not given: it stays as it is (None is a value: no limit)."""
+
+    UNSET = auto()
+
+
+UNSET = Unset.UNSET
+
+
+def queue_owner_set_quota(
+    *,
+    user,
+    owner: QueueOwner,
+    pool: NodePool,
+    gpus: float | Unset = UNSET,
+    cpu: float | Unset = UNSET,
+    memory: float | Unset = UNSET,
+    limit_gpus: float | Unset | None = UNSET,
+    limit_cpu: float | Unset | None = UNSET,
+    limit_memory: float | Unset | None = UNSET,
+) -> Quota:
+    """Set a department's (system admins) or project's (its managers) deserved quota and
+    limits in a pool; values not given stay as they are, a limit of None removes it."""
+    require_admin_above(user, owner, "set department quotas")
+    given = {
+        "gpus": gpus,
+        "cpu": cpu,
+        "memory": memory,
+        "limit_gpus": limit_gpus,
+        "limit_cpu": limit_cpu,
+        "limit_memory": limit_memory,
     }
-    merged = {**current, **values}
+    quota = Quota.objects.for_owner(owner).filter(pool=pool).first()
+    if quota is None:  # floats, as a saved quota's are (the event's details show them)
+        quota = Quota(pool=pool, gpus=0.0, cpu=0.0, memory=0.0)
+        quota.owner = owner
+    merged = {key: getattr(quota, key) if value is UNSET else value for key, value in given.items()}
     _validate(merged)
     with transaction.atomic():
-        if quota is None:
-            quota = Quota(**{owner_field: owner, "pool": pool})
         for key, value in merged.items():
             setattr(quota, key, value)
         quota.save()
         event_record(
             type=EventType.QUOTA_CHANGED,
-            project=owner if owner_field == "project" else None,
+            project=owner if isinstance(owner, Project) else None,
+            department=owner if isinstance(owner, Department) else None,
             pool=pool,
             reason=f"quota of {owner} in pool {pool}: {quota.gpus:g} GPUs"
             + (f", limit {quota.limit_gpus:g}" if quota.limit_gpus is not None else ""),
-            details={"owner": owner.name, "owner_type": owner_field, **merged},
+            details={"owner": owner.name, "owner_type": owner.kind, **merged},
         )
         request_cycle()
     return quota
-
-
-UNSET = object()
-
-
-def _values(**kwargs) -> dict:
-    return {k: v for k, v in kwargs.items() if v is not UNSET}
-
-
-def project_set_quota(
-    *,
-    user,
-    project: Project,
-    pool: NodePool,
-    gpus=UNSET,
-    cpu=UNSET,
-    memory=UNSET,
-    limit_gpus=UNSET,
-    limit_cpu=UNSET,
-    limit_memory=UNSET,
-) -> Quota:
-    """Set a project's deserved quota and limits in a pool (fields not given stay as they are;
-    a limit of None removes it)."""
-    if not access.can_manage_project(user, project):
-        raise PermissionDenied(f"you do not manage project {project}")
-    return _set_quota(
-        "project",
-        project,
-        pool,
-        _values(
-            gpus=gpus,
-            cpu=cpu,
-            memory=memory,
-            limit_gpus=limit_gpus,
-            limit_cpu=limit_cpu,
-            limit_memory=limit_memory,
-        ),
-    )
-
-
-def department_set_quota(
-    *,
-    user,
-    department: Department,
-    pool: NodePool,
-    gpus=UNSET,
-    cpu=UNSET,
-    memory=UNSET,
-    limit_gpus=UNSET,
-    limit_cpu=UNSET,
-    limit_memory=UNSET,
-) -> Quota:
-    """Set a department's deserved quota and limits in a pool (system admins)."""
-    access.require_system_admin(user, "set department quotas")
-    return _set_quota(
-        "department",
-        department,
-        pool,
-        _values(
-            gpus=gpus,
-            cpu=cpu,
-            memory=memory,
-            limit_gpus=limit_gpus,
-            limit_cpu=limit_cpu,
-            limit_memory=limit_memory,
-        ),
-    )

@@ -1,4 +1,4 @@
-"""Deleting departments, projects, pools and nodes, and removing department members.
+"""Deleting departments, projects, pools and nodes.
 
 Nothing is deleted out from under running work: a project with unfinished workloads, a
 department with projects, a pool with nodes (or that waiting workloads count on) and a
@@ -7,7 +7,7 @@ node with pods are refused with `ResourceInUse`, which says what to do first.
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from scheduler_core import access
@@ -16,13 +16,13 @@ from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import (
     Allocation,
     Department,
-    DepartmentMembership,
     Node,
     NodePool,
     Project,
     Workload,
     WorkloadCandidatePool,
 )
+from scheduler_core.services.org import require_manager
 
 
 class ResourceInUse(ValidationError):
@@ -50,8 +50,7 @@ def department_delete(*, user, department: Department) -> None:
 
 def project_delete(*, user, project: Project) -> None:
     """Delete a project whose workloads have all finished; their history goes with it."""
-    if not access.can_manage_project(user, project):
-        raise PermissionDenied(f"you do not manage project {project}")
+    require_manager(user, project)
     unfinished = Workload.objects.filter(project=project).exclude(status__in=TERMINAL_STATES)
     count = unfinished.count()
     if count:
@@ -95,9 +94,3 @@ def node_delete(*, user, node: Node) -> None:
             raise ResourceInUse(f"node {node} still runs pods: drain it first")
         node.delete()
         request_cycle()
-
-
-def department_remove_member(*, user, department: Department, username: str) -> None:
-    """Remove a user's admin or viewer role in a department (system admins)."""
-    access.require_system_admin(user, "change department members")
-    DepartmentMembership.objects.filter(department=department, user__username=username).delete()

@@ -9,17 +9,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.engine import (
+    EVICT_RECLAIM,
     ClusterSnapshot,
+    CycleResult,
+    Evict,
+    Expand,
     NodeSpec,
     PodGroupSpec,
     PoolConfig,
     QueueSpec,
     Resources,
     WorkloadSpec,
+    apply_result,
     run_cycle,
     run_until_stable,
 )
 from scheduler_core.engine.cycle import MAX_CYCLES
+from scheduler_core.engine.decisions import Allocate, Shrink
 
 INF = math.inf
 
@@ -209,3 +215,49 @@ def test_invariants_hold_and_scheduling_reaches_a_fixed_point(snap: ClusterSnaps
 @given(clusters())
 def test_same_input_same_output(snap: ClusterSnapshot) -> None:
     assert run_cycle(snap) == run_cycle(snap)
+
+
+def _check_in_quota_work_kept(snap: ClusterSnapshot, result: CycleResult) -> None:
+    """No reclaim took a workload wholly within its project's deserved quota: each
+    victim is taken while its project holds more than its deserved quota. Whatever the
+    order, the last victim of a project was taken while it held at most what it held
+    at most during the cycle (U: at the start plus what it gained), less its other
+    victims, so U - reclaimed + the largest victim must exceed the deserved quota."""
+    queues = {q.name: q for q in snap.queues}
+    work = {w.id: w for w in snap.workloads}
+    pool_of = {n.name: n.pool for n in snap.nodes}
+
+    def gpus(w: WorkloadSpec, pods: object) -> float:
+        groups = {g.name: g.request.gpus for g in w.groups}
+        return sum(groups[p.group] for p in pods)  # type: ignore[attr-defined]
+
+    most: dict[tuple[str, str], float] = defaultdict(float)
+    taken: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for w in snap.workloads:
+        if w.pods:
+            most[(w.project, pool_of[w.pods[0].node])] += gpus(w, w.pods)
+    for d in result.decisions:
+        w = work[d.workload]
+        if isinstance(d, Allocate | Expand) and d.pods:
+            most[(w.project, pool_of[d.pods[0].node])] += gpus(w, d.pods)
+        elif isinstance(d, Evict) and d.reason_kind == EVICT_RECLAIM and w.pods:
+            taken[(w.project, pool_of[w.pods[0].node])].append(gpus(w, w.pods))
+        elif isinstance(d, Shrink) and d.reason.startswith("reclaimed by"):
+            taken[(w.project, pool_of[d.pods[0].node])].extend(gpus(w, [p]) for p in d.pods)
+    for (project, pool), victims in taken.items():
+        quota = queues[project].quota.get(pool)
+        deserved = quota.gpus if quota is not None else 0.0
+        assert most[(project, pool)] - sum(victims) + max(victims) > deserved + 1e-9, project
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_a_workload_wholly_within_its_deserved_quota_is_never_reclaimed(
+    snap: ClusterSnapshot,
+) -> None:
+    for _ in range(MAX_CYCLES):
+        result = run_cycle(snap)
+        _check_in_quota_work_kept(snap, result)
+        if not result.changed:
+            break
+        snap = apply_result(snap, result)

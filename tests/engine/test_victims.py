@@ -28,7 +28,22 @@ def test_reclaim_across_departments_takes_from_the_department_over_its_share() -
     )
 
 
-def test_reclaim_never_takes_a_queue_below_its_deserved_quota() -> None:
+def test_reclaim_takes_a_straddling_workload_whole_but_never_an_in_quota_one() -> None:
+    # p1's deserved quota is 4: "held" (6 GPUs) straddles it and goes whole, although
+    # p1 then drops below its deserved quota
+    snap = snapshot(
+        [node("n1", 8)],
+        [dept("org", 8), project("p1", gpus=4), project("p2", gpus=4)],
+        [
+            workload("small", project="p1", gpus=2, priority=60, running_on=["n1"]),
+            workload("held", project="p1", gpus=6, running_on=["n1"]),
+            workload("mine", project="p2", gpus=4),
+        ],
+    )
+    final, results = settle(snap)
+    assert [d.workload for r in results for d in r.decisions if isinstance(d, Evict)] == ["held"]
+    assert {"small", "mine"} <= set(running(final))
+    # with a deserved quota of 6, all of "held" is within it: nothing is taken
     snap = snapshot(
         [node("n1", 8)],
         [dept("org", 8), project("p1", gpus=6), project("p2", gpus=2)],

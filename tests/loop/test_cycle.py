@@ -8,7 +8,7 @@ from scheduler_core.choices import EventType, NodeState, WorkloadStatus
 from scheduler_core.loop import cycle
 from scheduler_core.loop.cycle import run_cycle
 from scheduler_core.models import Allocation, CycleRecord, QueueState, SchedulingEvent, Workload
-from scheduler_core.services.quotas import project_set_quota
+from scheduler_core.services.quotas import queue_owner_set_quota
 from scheduler_core.services.workloads import workload_cancel, workload_set_priority
 from tests import factories
 
@@ -148,7 +148,7 @@ def test_a_quota_change_reclaims_gpus_with_a_preempted_event(cluster, submit):
     victims = [submit("nlp", f"borrow-{i}", gpus=8) for i in range(2)]
     run_cycle()
     assert Workload.objects.filter(status=WorkloadStatus.RUNNING).count() == 2
-    project_set_quota(user=cluster["admin"], project=cluster["nlp"], pool=cluster["pool"], gpus=0)
+    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=cluster["pool"], gpus=0)
     submit("vision", "owner", gpus=8)
     report = run_cycle()
     assert report.outcome.by_kind["evict"] == 1
@@ -192,7 +192,7 @@ def test_a_node_going_down_during_the_cycle_drops_placements_on_it(cluster, subm
 def test_a_dropped_eviction_keeps_others_off_the_victims_gpus(cluster, submit, monkeypatch):
     victim = factories.running_workload(cluster["nlp"], [cluster["nodes"][0]], gpus=8)
     factories.running_workload(cluster["nlp"], [cluster["nodes"][1]], gpus=8)
-    project_set_quota(user=cluster["admin"], project=cluster["nlp"], pool=cluster["pool"], gpus=0)
+    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=cluster["pool"], gpus=0)
     owner = submit("vision", "owner", gpus=8)
     _during_cycle(
         monkeypatch,

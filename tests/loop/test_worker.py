@@ -22,7 +22,7 @@ from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.loop.locks import cycle_lock_is_free
 from scheduler_core.loop.triggers import send_cycle_task
 from scheduler_core.models import Allocation, CycleRecord, SchedulingEvent, Workload
-from scheduler_core.services.quotas import project_set_quota
+from scheduler_core.services.quotas import queue_owner_set_quota
 from scheduler_core.services.workloads import workload_cancel
 from tests.loop.workers import Worker, wait_for
 
@@ -117,7 +117,7 @@ def test_a_quota_change_reclaims_and_the_victim_hears_of_it(cluster, submit, sta
     listener = _Subscribed([f"project-{cluster['nlp'].pk}", f"project-{cluster['vision'].pk}"])
     borrowers = [submit("nlp", f"borrow-{i}", gpus=8) for i in range(2)]
     listener.until(lambda evs: all(_has(EventType.ALLOCATED, b.pk)(evs) for b in borrowers))
-    project_set_quota(user=cluster["admin"], project=cluster["nlp"], pool=cluster["pool"], gpus=0)
+    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=cluster["pool"], gpus=0)
     owner = submit("vision", "owner", gpus=8)
     # Groups are sent to concurrently, so the victim's event (project-nlp) may arrive
     # after the owner's (project-vision): wait for both.

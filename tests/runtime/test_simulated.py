@@ -105,7 +105,7 @@ def test_a_preempted_workload_resumes_from_its_last_checkpoint():
 
 
 def test_eviction_in_a_cycle_keeps_checkpoint_progress(cluster, submit):
-    from scheduler_core.services.quotas import project_set_quota
+    from scheduler_core.services.quotas import queue_owner_set_quota
 
     victim = factories.running_workload(
         cluster["nlp"],
@@ -116,7 +116,7 @@ def test_eviction_in_a_cycle_keeps_checkpoint_progress(cluster, submit):
     victim.started_at = timezone.now() - timedelta(seconds=150)
     victim.save()
     factories.running_workload(cluster["nlp"], [cluster["nodes"][1]], gpus=8, preemptible=False)
-    project_set_quota(user=cluster["admin"], project=cluster["nlp"], pool=cluster["pool"], gpus=0)
+    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=cluster["pool"], gpus=0)
     submit("vision", "owner", gpus=8)
     run_cycle()
     victim.refresh_from_db()

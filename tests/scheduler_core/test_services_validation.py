@@ -43,8 +43,8 @@ def errors_of(exc_info) -> dict[str, list[str]]:
 )
 def test_quota_rules(cluster, kwargs, field, text):
     with pytest.raises(ValidationError) as exc:
-        quotas.project_set_quota(
-            user=cluster["admin"], project=cluster["vision"], pool=cluster["pool"], **kwargs
+        quotas.queue_owner_set_quota(
+            user=cluster["admin"], owner=cluster["vision"], pool=cluster["pool"], **kwargs
         )
     assert any(text in m for m in errors_of(exc)[field]), errors_of(exc)
 
@@ -52,42 +52,42 @@ def test_quota_rules(cluster, kwargs, field, text):
 def test_quota_limit_checked_against_existing_deserved(cluster):
     """Lowering only the limit below the stored deserved quota is refused too."""
     with pytest.raises(ValidationError) as exc:
-        quotas.project_set_quota(
-            user=cluster["admin"], project=cluster["vision"], pool=cluster["pool"], limit_gpus=4
+        quotas.queue_owner_set_quota(
+            user=cluster["admin"], owner=cluster["vision"], pool=cluster["pool"], limit_gpus=4
         )
     assert "limit_gpus" in errors_of(exc)
 
 
 def test_quota_set_records_event_and_keeps_other_fields(cluster):
-    quota = quotas.project_set_quota(
+    quota = quotas.queue_owner_set_quota(
         user=cluster["dept_admin"],
-        project=cluster["vision"],
+        owner=cluster["vision"],
         pool=cluster["pool"],
         limit_gpus=12,
     )
     assert (quota.gpus, quota.limit_gpus) == (8, 12)
     assert SchedulingEvent.objects.filter(type="quota_changed", project=cluster["vision"]).exists()
-    quota = quotas.project_set_quota(
-        user=cluster["admin"], project=cluster["vision"], pool=cluster["pool"], limit_gpus=None
+    quota = quotas.queue_owner_set_quota(
+        user=cluster["admin"], owner=cluster["vision"], pool=cluster["pool"], limit_gpus=None
     )
     assert quota.limit_gpus is None
 
 
 def test_quota_permissions(cluster):
     with pytest.raises(PermissionDenied):
-        quotas.project_set_quota(
-            user=cluster["researcher"], project=cluster["vision"], pool=cluster["pool"], gpus=1
+        quotas.queue_owner_set_quota(
+            user=cluster["researcher"], owner=cluster["vision"], pool=cluster["pool"], gpus=1
         )
     with pytest.raises(PermissionDenied):
-        quotas.project_set_quota(
-            user=cluster["dept_admin"], project=cluster["infra"], pool=cluster["pool"], gpus=1
+        quotas.queue_owner_set_quota(
+            user=cluster["dept_admin"], owner=cluster["infra"], pool=cluster["pool"], gpus=1
         )
     with pytest.raises(PermissionDenied):
-        quotas.department_set_quota(
-            user=cluster["dept_admin"], department=cluster["dept"], pool=cluster["pool"], gpus=1
+        quotas.queue_owner_set_quota(
+            user=cluster["dept_admin"], owner=cluster["dept"], pool=cluster["pool"], gpus=1
         )
-    quotas.department_set_quota(
-        user=cluster["admin"], department=cluster["dept"], pool=cluster["pool"], gpus=16
+    quotas.queue_owner_set_quota(
+        user=cluster["admin"], owner=cluster["dept"], pool=cluster["pool"], gpus=16
     )
     assert Quota.objects.get(department=cluster["dept"]).gpus == 16
 
@@ -142,10 +142,10 @@ def test_names_must_be_slugs(cluster, name):
 
 def test_weights_and_ranks(cluster):
     with pytest.raises(ValidationError) as exc:
-        org.project_update(user=cluster["admin"], project=cluster["vision"], over_quota_weight=-1)
+        org.queue_owner_update(user=cluster["admin"], owner=cluster["vision"], over_quota_weight=-1)
     assert "over_quota_weight" in errors_of(exc)
     with pytest.raises(ValidationError) as exc:
-        org.department_update(user=cluster["admin"], department=cluster["dept"], rank="high")
+        org.queue_owner_update(user=cluster["admin"], owner=cluster["dept"], rank="high")
     assert "rank" in errors_of(exc)
 
 

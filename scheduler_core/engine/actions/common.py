@@ -30,6 +30,67 @@ def pending_for_pool(session: Session, pool: str) -> list[WorkloadState]:
     return [w for w in session.pending_workloads() if pool in session.candidate_pools(w)]
 
 
+def next_pod(w: WorkloadState) -> dict[str, int] | None:
+    """One more pod for the first group below what it wants, or None when complete."""
+    counts = w.pod_counts()
+    for grp in w.groups:
+        if counts[grp.name] < grp.pods:
+            return {grp.name: 1}
+    return None
+
+
+def may_grow(w: WorkloadState) -> bool:
+    """Is `w` a running elastic workload below its wanted pods that may grow this
+    cycle (not evicted, nor shrunk since the cycle began)?"""
+    return (
+        bool(w.pods)
+        and w.missing_pods() > 0
+        and not w.evicted
+        and len(w.pods) >= len(w.initial_pods)
+    )
+
+
+def jobs_for_pool(session: Session, pool: str) -> list[WorkloadState]:
+    """What reclaim and preempt act for in `pool`: the pending workloads that may run
+    there, and the running elastic workloads of the pool below their wanted pods, each
+    asking for its next pod as a pending workload of one pod would (see asked)."""
+    jobs = pending_for_pool(session, pool)
+    jobs.extend(w for w in session.running_by_pool[pool].values() if may_grow(w))
+    return jobs
+
+
+def asked(session: Session, w: WorkloadState) -> tuple[dict[str, int], Vec]:
+    """The pods per group `w` asks for now and what they take: a pending workload its
+    gang minimum, a running elastic one its next pod (do not modify either)."""
+    if not w.pods:
+        return session.gang_counts(w), session.gang_request(w)
+    one = next_pod(w)
+    assert one is not None, "only workloads below their wanted pods ask for more"
+    return one, list(w.request_of(one))
+
+
+def asked_request(session: Session, w: WorkloadState) -> Vec:
+    """What `w` asks for now (see asked)."""
+    return asked(session, w)[1]
+
+
+def ask_kind(w: WorkloadState) -> tuple[object, ...]:
+    """What an action's verdict on `w` depends on besides the state: its kind, and
+    for a running elastic workload the group of its next pod."""
+    if not w.pods:
+        return (w.kind_key,)
+    one = next_pod(w)
+    return (w.kind_key, next(iter(one)) if one else None)
+
+
+def fits_now(session: Session, pool: PoolIndex, w: WorkloadState, counts: dict[str, int]) -> bool:
+    """Would `counts` more pods of `w` fit the free capacity as it is (nothing changes)?"""
+    stmt = session.statement()
+    fits = try_start(session, stmt, w, pool, counts)
+    stmt.discard()
+    return fits
+
+
 def in_queue_order(
     session: Session,
     pool: str,
@@ -72,7 +133,7 @@ def in_queue_order(
             if viable is None:
                 break
             # a verdict depends on the kind of job and the state only (see `alike`)
-            mark = (w.kind_key, session.commits)
+            mark = (ask_kind(w), session.commits)
             if mark != blocked:
                 if viable(w):
                     break
@@ -219,20 +280,26 @@ def free_and_place(
     evict_kind: str,
     reason_for: Callable[[WorkloadState], str],
     elastic: list[WorkloadState] | None = None,
+    admits: Callable[[WorkloadState, Vec], bool] | None = None,
 ) -> bool:
     """Shrink elastic victims one pod at a time, then evict whole victims, in the given
     order and only where `allowed`, until `job` fits; then give back whatever turns out
     not to be needed. `victims` is consumed lazily; `elastic` lists the elastic ones
-    (taken from `victims` when not given). True when `job` was placed (the caller
-    commits)."""
+    (taken from `victims` when not given). `admits(w, more)`, when given, says whether
+    the queue limits let `w` take `more`: the job is placed only once they let it take
+    its pods, and a victim is put back only where they let it take its own back (room
+    made under a limit stays made). True when `job` was placed (the caller commits)."""
     if elastic is None:
         victims = list(victims)
         elastic = [v for v in victims if v.elastic]
     applied: list[tuple[VictimStep, tuple[object, ...], list[PodPlacement]]] = []
-    need = sum(g.gpus * counts.get(g.name, 0) for g in job.groups)
+    request = list(job.request_of(counts))
+    need = request[0]
 
     def attempt_place() -> bool:
         if need > pool.free_gpus + EPSILON:
+            return False
+        if admits is not None and not admits(job, request):
             return False
         return try_start(session, stmt, job, pool, counts)
 
@@ -284,7 +351,9 @@ def free_and_place(
         v = step.victim
         if v.id in gone:
             continue
-        if not _pods_fit_back(session, v, pods):
+        if not _pods_fit_back(session, v, pods) or (
+            admits is not None and not admits(v, step.freed())
+        ):
             if step.pod is None:
                 gone.add(v.id)
             continue

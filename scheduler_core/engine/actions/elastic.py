@@ -6,18 +6,9 @@ from __future__ import annotations
 
 import heapq
 
-from scheduler_core.engine.actions.common import quota_pools, try_start
+from scheduler_core.engine.actions.common import next_pod, quota_pools, try_start
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import WorkloadState
-
-
-def next_pod(w: WorkloadState) -> dict[str, int] | None:
-    """One more pod for the first group below what it wants, or None when complete."""
-    counts = w.pod_counts()
-    for grp in w.groups:
-        if counts[grp.name] < grp.pods:
-            return {grp.name: 1}
-    return None
 
 
 def expand(session: Session) -> None:

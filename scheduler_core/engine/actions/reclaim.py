@@ -1,7 +1,9 @@
 """Reclaim: a queue within its fairshare (after the allocation) takes resources back
 from queues over their fairshare, and a queue within its deserved quota from queues
-over their deserved quota; victims never drop below their deserved quota, across
-departments the departments are compared too. Elastic victims shrink first."""
+over their deserved quota. Each victim is judged on what its queue holds before it is
+taken: one that straddles the deserved line is taken whole, one wholly within the
+deserved quota is protected; across departments the departments are judged too.
+Elastic victims shrink first."""
 
 from __future__ import annotations
 
@@ -12,9 +14,13 @@ from functools import partial
 from scheduler_core.engine.actions.common import (
     Budget,
     VictimStep,
+    ask_kind,
+    asked,
+    asked_request,
+    fits_now,
     free_and_place,
     in_queue_order,
-    pending_for_pool,
+    jobs_for_pool,
     quota_pools,
 )
 from scheduler_core.engine.actions.reclaim_index import ReclaimEntry, ReclaimIndex, entry_seq
@@ -33,7 +39,7 @@ the pool's max_reclaims_per_cycle."""
 def reclaim(session: Session) -> None:
     """Give queues their fairshare back, least disruptively."""
     for pool in quota_pools(session, flag="preemption"):
-        jobs = pending_for_pool(session, pool.name)
+        jobs = jobs_for_pool(session, pool.name)
         if not jobs:
             continue
         failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]] = {}
@@ -44,6 +50,7 @@ def reclaim(session: Session) -> None:
             pool.name,
             jobs,
             partial(_attempt, session, pool, index=index, failed=failed, budget=budget),
+            extra_of=partial(asked_request, session),
             viable=partial(_within_fairshare, session, pool.name),
             skip=partial(_explain_over_fairshare, session, pool),
             frozen=budget.spent,
@@ -51,32 +58,33 @@ def reclaim(session: Session) -> None:
 
 
 def _within_fairshare(session: Session, pool: str, w: WorkloadState) -> bool:
-    """Would the project of `w` stay within its fairshare with the gang of `w`?"""
+    """Would the project of `w` stay within its fairshare with what `w` asks for?"""
     return session.alike(
-        ("within fairshare", pool, w.kind_key),
-        lambda: not session.over_fairshare(w.project, pool, session.gang_request(w)),
+        ("within fairshare", pool, *ask_kind(w)),
+        lambda: not session.over_fairshare(w.project, pool, asked_request(session, w)),
     )
 
 
 def _explain_over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
     """What _attempt does for a workload whose project is over its fairshare with it
-    (see _within_fairshare): say so, unless its admission is the problem."""
-    if w.pods or w.failed:
+    (see _within_fairshare): say why it waits."""
+    if w.failed:
         return
-    text = session.alike(
-        ("over fairshare", pool.name, w.kind_key), partial(_over_fairshare, session, pool, w)
+    reason = session.alike(
+        ("over fairshare", pool.name, *ask_kind(w)), partial(_over_fairshare, session, pool, w)
     )
-    if text is not None:
-        session.add_reason(w, pool.name, "fairshare", text)
+    if reason is not None:
+        session.add_reason(w, pool.name, *reason)
 
 
-def _over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> str | None:
-    """Why the project of `w` may not reclaim for it (None: its admission is the problem,
-    and that reason stands)."""
-    extra = session.gang_request(w)
-    if session.admission_problem(w, pool.name, extra) is not None:
-        return None
-    return session.fairshare_blocked(w.project, "project", pool.name, extra)
+def _over_fairshare(session: Session, pool: PoolIndex, w: WorkloadState) -> tuple[str, str] | None:
+    """Why the project of `w` may not reclaim for it: its fairshare, or what keeps it
+    from being admitted (None for a pending workload: allocate gave that reason)."""
+    extra = asked_request(session, w)
+    problem = session.admission_problem(w, pool.name, extra)
+    if problem is not None:
+        return problem if w.pods else None
+    return ("fairshare", session.fairshare_blocked(w.project, "project", pool.name, extra))
 
 
 def _attempt(
@@ -87,13 +95,17 @@ def _attempt(
     failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]],
     budget: Budget,
 ) -> None:
-    if w.pods or w.failed:
+    if w.failed:
         return
-    counts = session.gang_counts(w)
-    extra = session.gang_request(w)
-    if session.admission_problem(w, pool.name, extra) is not None:
-        return
+    counts, extra = asked(session, w)
     name = pool.name
+    problem = session.admission_problem(w, name, extra)
+    if problem is not None:
+        if w.pods:  # a pending workload has allocate's reason
+            session.set_reason(w, name, *problem)
+        return
+    if w.pods and fits_now(session, pool, w, counts):
+        return  # expand gives it its next pod without taking anything
     if session.over_fairshare(w.project, name, extra):
         session.add_reason(
             w, name, "fairshare", session.fairshare_blocked(w.project, "project", name, extra)
@@ -170,27 +182,35 @@ def _attempt(
     candidates = (item[-1] for item in heapq.merge(*(e.keyed_victims(session) for e in entries)))
     protected: list[tuple[float, WorkloadState]] = []
     department = w.department
+    # victim id -> why it may be taken although that drops its queue below deserved
+    straddled: dict[str, str] = {}
 
     def allowed(step: VictimStep) -> bool:
         v = step.victim
-        pod = step.pod
-        if pod is None:
-            freed = v.allocated()
-        else:
-            grp = v.group_map[pod.group]
-            freed = (grp.gpus, grp.cpu, grp.memory)
-        if not session.may_give_back(v.project, name, freed, proj_deserved):
+        freed = step.freed()
+        given = (freed[0], freed[1], freed[2])
+        if not session.may_give_back(v.project, name, given, proj_deserved):
             return False
-        if v.department != department and not session.may_give_back(
-            v.department, name, freed, dept_deserved
-        ):
+        other_department = v.department != department
+        if other_department and not session.may_give_back(v.department, name, given, dept_deserved):
             return False
         if step.pod is None:
             until = session.protection(v)
             if until is not None:
                 protected.append((until, v))
                 return False
+        note = session.straddle_reason(v.project, "project", name, given)
+        if note is None and other_department:
+            note = session.straddle_reason(v.department, "department", name, given)
+        if note is not None:
+            straddled[v.id] = note
+        else:
+            straddled.pop(v.id, None)
         return True
+
+    def reason_for(v: WorkloadState) -> str:
+        note = straddled.get(v.id)
+        return f"reclaimed by {w.project}" if note is None else f"reclaimed by {w.project}: {note}"
 
     stmt = session.statement()
     placed = False
@@ -204,7 +224,7 @@ def _attempt(
             candidates,
             allowed,
             EVICT_RECLAIM,
-            lambda v: f"reclaimed by {w.project}",
+            reason_for,
             elastic,
         )
     if placed:

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 
 class ReclaimEntry:
     """A queue that may give something back in a pool, as of the last look: its
-    department, the GPUs it holds above its deserved quota (`spare`), whether it is
-    over its fairshare, whether it could give anything at all when victims may be
-    taken down to deserved quota (`gives_to_deserved`), and its preemptible running
+    department, the most GPUs it could give back (`spare`, see most_given), whether it is
+    over its fairshare, whether it could give anything at all to a reclaimer within its
+    deserved quota (`gives_to_deserved`), and its preemptible running
     workloads in victim order (`victims`, the elastic ones also in `elastic`).
     `seq` orders entries by when they were (re)indexed."""
 
@@ -65,6 +65,20 @@ class ReclaimEntry:
         return found
 
 
+def most_given(above: float, victims: list[WorkloadState]) -> float:
+    """The most GPUs a queue holding `above` GPUs over its deserved quota could give
+    back: each victim is judged on what the queue holds before it is taken, so the
+    last one taken may straddle the deserved line and is taken whole (at most the
+    largest victim beyond `above`), and never more than its victims hold."""
+    held = 0.0
+    largest = 0.0
+    for v in victims:
+        gpus = v.allocated()[0]
+        held += gpus
+        largest = max(largest, gpus)
+    return min(held, above + largest)
+
+
 def entry_seq(entry: ReclaimEntry) -> int:
     """Sort key: index order."""
     return entry.seq
@@ -73,7 +87,7 @@ def entry_seq(entry: ReclaimEntry) -> int:
 class ReclaimIndex:
     """Per pool: the queues that may give something back, kept up to date lazily from
     the queues touched since the last look, grouped by department, with the GPUs they
-    could give (above their deserved quota) summed overall and per department, and
+    could give (see most_given) summed overall and per department, and
     whether each department could give anything (cached until one of its queues is
     touched)."""
 
@@ -153,7 +167,7 @@ class ReclaimIndex:
             victims = session.queue_victims(queue, pool)
             if not victims:
                 continue
-            spare = session.spare_gpus(queue, pool)
+            spare = most_given(session.spare_gpus(queue, pool), victims)
             gives = over_fair or session.could_give_back(queue, pool, True)
             self.add(ReclaimEntry(queue, victims[0].department, spare, over_fair, gives, victims))
 

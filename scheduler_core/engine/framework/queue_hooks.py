@@ -47,6 +47,12 @@ class QueueHooks(Protocol):
         """May `queue` give `freed` back to a reclaimer?"""
         ...
 
+    def straddle_reason(
+        self, queue: str, level: str, pool: str, freed: tuple[float, float, float]
+    ) -> str | None:
+        """Why giving back `freed` may take `queue` below its deserved quota, or None."""
+        ...
+
     def could_give_back(self, queue: str, pool: str, deserved_mode: bool) -> bool:
         """Could `queue` give anything back at all?"""
         ...

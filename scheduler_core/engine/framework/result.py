@@ -18,6 +18,7 @@ from scheduler_core.engine.decisions import (
     Shrink,
 )
 from scheduler_core.engine.plugins.priority import priority_order
+from scheduler_core.engine.reasons import below_pods
 
 if TYPE_CHECKING:
     from scheduler_core.engine.framework.session import Session
@@ -73,7 +74,23 @@ def build_result(session: Session) -> CycleResult:
         pending=_pending_infos(session),
         queues=session.queue_statuses(),
         idle_gpus=sum(n.free_whole for n in session.nodes.values() if n.ready),
+        not_growing=_not_growing(session),
     )
+
+
+def _not_growing(session: Session) -> dict[str, tuple[str, str]]:
+    """Why each running elastic workload still below its wanted pods did not grow, as
+    far as an action recorded it (reclaim and preempt do)."""
+    found: dict[str, tuple[str, str]] = {}
+    workloads = session.workloads
+    for wid, per_pool in session.reasons.items():
+        w = workloads[wid]
+        # running since the cycle began: a reason from before it started would be stale
+        if w.pool is not None and w.initial_pods and w.pods and w.missing_pods() > 0:
+            reason = per_pool.get(w.pool)
+            if reason is not None:
+                found[wid] = (reason[0], below_pods(w, reason[1]))
+    return found
 
 
 def _pending_infos(session: Session) -> dict[str, PendingInfo]:

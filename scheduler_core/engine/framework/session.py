@@ -405,10 +405,17 @@ class Session:
     def may_give_back(
         self, queue: str, pool: str, freed: tuple[float, float, float], deserved_mode: bool
     ) -> bool:
-        """May `queue` give `freed` back to a reclaimer: it stays at or above its
-        deserved quota and is over its fairshare (or, in `deserved_mode`, over its
-        deserved quota) on a resource it gives?"""
+        """May `queue` give `freed` back to a reclaimer: before it is taken, the queue
+        is over its fairshare (or, in `deserved_mode`, over its deserved quota) on a
+        resource it gives?"""
         return self._queue_hooks.may_give_back(queue, pool, freed, deserved_mode)
+
+    def straddle_reason(
+        self, queue: str, level: str, pool: str, freed: tuple[float, float, float]
+    ) -> str | None:
+        """If giving back `freed` takes `queue` (a project or department: `level`) from
+        above its deserved quota to below it, that fact with its figures, else None."""
+        return self._queue_hooks.straddle_reason(queue, level, pool, freed)
 
     def could_give_back(self, queue: str, pool: str, deserved_mode: bool) -> bool:
         """Could `queue` give anything back at all (see may_give_back)? False stays

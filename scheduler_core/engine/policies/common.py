@@ -1,5 +1,5 @@
-"""Pieces the Determined policies share: which workloads a pool sees, and the FIFO
-pass for zero-GPU workloads."""
+"""Pieces the Determined policies share: which workloads a pool sees, GPU and zero-GPU
+workloads apart, and starting a gang or saying why it cannot start."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable
 from scheduler_core.engine.actions.common import try_start
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
+from scheduler_core.engine.framework.statement import Statement
 from scheduler_core.engine.placement import describe_misfit
 from scheduler_core.engine.resources import EPSILON
 
@@ -31,20 +32,31 @@ def uses_gpus(w: WorkloadState) -> bool:
     return w.max_gpus > EPSILON
 
 
-def zero_gpu_pass(
+def by_gpu_use(workloads: list[WorkloadState]) -> tuple[list[WorkloadState], list[WorkloadState]]:
+    """(GPU workloads, zero-GPU workloads): Determined schedules the two apart, so that
+    neither waits for nor evicts the other."""
+    gpu = [w for w in workloads if uses_gpus(w)]
+    zero = [w for w in workloads if not uses_gpus(w)]
+    return gpu, zero
+
+
+def start_or_explain(
     session: Session,
     pool: PoolIndex,
-    workloads: list[WorkloadState],
-    order: Callable[[WorkloadState], tuple[float, ...]],
-) -> None:
-    """Start pending zero-GPU workloads in `order` wherever they fit."""
-    for w in sorted((w for w in workloads if not uses_gpus(w)), key=order):
-        if w.pods:
-            continue
-        counts = session.gang_counts(w)
-        stmt = session.statement()
-        if try_start(session, stmt, w, pool, counts):
-            stmt.commit()
-        else:
-            stmt.discard()
-            session.set_reason(w, pool.name, "capacity", describe_misfit(pool, w, counts))
+    w: WorkloadState,
+    make_room: Callable[[Statement, dict[str, int]], bool] | None = None,
+) -> bool:
+    """Start the gang of pending `w` in `pool`: in the free capacity, else by
+    `make_room` (which frees room and places it within the statement it is given).
+    When neither works nothing changes and the reason is recorded (capacity, naming
+    numbers). True when it started."""
+    counts = session.gang_counts(w)
+    stmt = session.statement()
+    if try_start(session, stmt, w, pool, counts) or (
+        make_room is not None and make_room(stmt, counts)
+    ):
+        stmt.commit()
+        return True
+    stmt.discard()
+    session.set_reason(w, pool.name, "capacity", describe_misfit(pool, w, counts))
+    return False

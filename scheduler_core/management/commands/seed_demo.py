@@ -11,16 +11,11 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from scheduler_core.choices import DepartmentRole, ProjectRole, WorkloadKind
+from scheduler_core.choices import WorkloadKind
 from scheduler_core.models import Department, NodePool, Project
 from scheduler_core.services.cluster import node_create, pool_create
-from scheduler_core.services.org import (
-    department_create,
-    department_set_member,
-    project_create,
-    project_set_member,
-)
-from scheduler_core.services.quotas import department_set_quota, project_set_quota
+from scheduler_core.services.org import department_create, project_create, queue_owner_set_member
+from scheduler_core.services.quotas import queue_owner_set_quota
 from scheduler_core.services.workloads import WorkloadRequest, workload_submit
 
 POOLS: list[tuple[str, int, int, str, int, int, dict[str, Any]]] = [
@@ -134,32 +129,25 @@ class Command(BaseCommand):
         for name, rank, weight, quotas in DEPARTMENTS:
             dept = department_create(user=admin, name=name, rank=rank, over_quota_weight=weight)
             for pool, gpus in quotas.items():
-                department_set_quota(user=admin, department=dept, pool=pools[pool], gpus=gpus)
+                queue_owner_set_quota(user=admin, owner=dept, pool=pools[pool], gpus=gpus)
         for name, dept_name, weight, quotas in PROJECTS:
             dept = Department.objects.get(name=dept_name)
             project = project_create(
                 user=admin, department=dept, name=name, over_quota_weight=weight
             )
             for pool, gpus in quotas.items():
-                project_set_quota(
-                    user=admin, project=project, pool=pools[pool], gpus=gpus, limit_gpus=gpus * 3
+                queue_owner_set_quota(
+                    user=admin, owner=project, pool=pools[pool], gpus=gpus, limit_gpus=gpus * 3
                 )
         for username, _pw, _desc, memberships in USERS:
             for kind, target, role in memberships:
-                if kind == "dept":
-                    department_set_member(
-                        user=admin,
-                        department=Department.objects.get(name=target),
-                        username=username,
-                        role=DepartmentRole(role),
-                    )
-                else:
-                    project_set_member(
-                        user=admin,
-                        project=Project.objects.get(name=target),
-                        username=username,
-                        role=ProjectRole(role),
-                    )
+                model = Department if kind == "dept" else Project
+                queue_owner_set_member(
+                    user=admin,
+                    owner=model.objects.get(name=target),
+                    username=username,
+                    role=model.member_roles(role),
+                )
 
     def make_workloads(self, admin, count: int, rng: random.Random) -> None:
         projects = list(Project.objects.all())

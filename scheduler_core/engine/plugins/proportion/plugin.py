@@ -14,7 +14,7 @@ from scheduler_core.engine.decisions import QueueStatus
 from scheduler_core.engine.framework.plugin import Plugin, register
 from scheduler_core.engine.framework.queue_hooks import QueueHooks
 from scheduler_core.engine.plugins.proportion.figures import QueueFigures
-from scheduler_core.engine.reasons import RESOURCE_WORDS
+from scheduler_core.engine.reasons import LIMIT, RESOURCE_WORDS, straddled_quota
 from scheduler_core.engine.resources import EPSILON, UNLIMITED, Resources, format_amount
 from scheduler_core.engine.snapshot import KIND_INTERACTIVE
 
@@ -169,22 +169,35 @@ class ProportionPlugin(Plugin):
     def may_give_back(
         self, queue: str, pool: str, freed: tuple[float, float, float], deserved_mode: bool
     ) -> bool:
-        """May `queue` give `freed` back to a reclaimer: it stays at or above its
-        deserved quota and is over its fairshare (or, in deserved mode, over its deserved
-        quota) on a resource it gives?"""
+        """May `queue` give `freed` back to a reclaimer? Judged on what it holds before
+        `freed` is taken: it must be over its fairshare (or, in deserved mode, over its
+        deserved quota) on a resource it gives. A workload that straddles the deserved
+        line counts as over quota and is taken whole, even if the queue then drops
+        below its deserved quota; one wholly within the deserved quota is protected."""
         key = (queue, pool)
         acc = self._acc.get(key, _ZERO)
         fair = self._fair.get(key, _ZERO)
         des = self._deserved.get(key, (0.0, math.inf, math.inf))
-        over = False
         for i in range(3):
             if freed[i] <= EPSILON or not math.isfinite(des[i]):
                 continue
-            if acc[i] - freed[i] < des[i] - EPSILON:
-                return False  # never below deserved
             if acc[i] > fair[i] + EPSILON or (deserved_mode and acc[i] > des[i] + EPSILON):
-                over = True
-        return over
+                return True
+        return False
+
+    def straddle_reason(
+        self, queue: str, level: str, pool: str, freed: tuple[float, float, float]
+    ) -> str | None:
+        """If taking `freed` takes `queue` from above its deserved quota to below it (a
+        workload that straddles the deserved line), that fact with its figures."""
+        key = (queue, pool)
+        acc = self._acc.get(key, _ZERO)
+        des = self._deserved.get(key, (0.0, math.inf, math.inf))
+        for i in range(3):
+            over = acc[i] > des[i] + EPSILON
+            if over and freed[i] > EPSILON and acc[i] - freed[i] < des[i] - EPSILON:
+                return straddled_quota(level, queue, pool, i, acc[i], des[i], freed[i])
+        return None
 
     def could_give_back(self, queue: str, pool: str, deserved_mode: bool) -> bool:
         """Could `queue` give anything back at all (see may_give_back)? False stays
@@ -221,7 +234,7 @@ class ProportionPlugin(Plugin):
             for i in range(3):
                 if extra[i] > EPSILON and acc[i] + extra[i] > lim[i] + EPSILON:
                     return (
-                        "limit",
+                        LIMIT,
                         f"{level} {name} is limited to {format_amount(lim[i])} "
                         f"{RESOURCE_WORDS[i]} in pool {pool}; it uses {format_amount(acc[i])} "
                         f"and this needs {format_amount(extra[i])}",

@@ -32,6 +32,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import set_rollback
 
+from api.outages import outage_response
 from scheduler_core.services.removal import ResourceInUse
 
 logger = logging.getLogger(__name__)
@@ -153,6 +154,8 @@ def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF exception handler producing the one error shape (installed on every API view)."""
+    if (unavailable := outage_response(exc)) is not None:
+        return unavailable
     api_exc = _as_api_exception(exc)
     if api_exc is None:
         logger.exception("unexpected error in %s", context.get("view"), exc_info=exc)

@@ -203,10 +203,6 @@ def send_now(messages: list[tuple[str, dict[str, Any]]]) -> None:
     if layer is None:
         return
     by_group = _merged_by_group(messages)
-    for group in set(by_group) - watched_groups.listened(by_group):
-        del by_group[group]
-    if not by_group:
-        return
 
     async def send_all() -> None:
         # Groups in parallel (a big cycle touches hundreds), each group's messages in order.
@@ -223,6 +219,10 @@ def send_now(messages: list[tuple[str, dict[str, Any]]]) -> None:
 
     loop = event_publisher.thread_loop()
     try:
+        for group in set(by_group) - watched_groups.listened(by_group):
+            del by_group[group]
+        if not by_group:
+            return
         if loop is not None:  # the publisher thread: its loop keeps the layer's connections
             loop.run_until_complete(send_all())
         else:

@@ -204,12 +204,11 @@ class SubmitForm(forms.Form):
 
 
 class QuotaRowForm(forms.Form):
-    """One department's or project's quota in one pool, with its rank and over-quota weight."""
+    """One department's or project's quota in one pool. (Its rank and over-quota weight
+    are not per pool: they are edited on its own page, QueueOwnerSettingsForm.)"""
 
     gpus = forms.FloatField(label="Deserved GPUs")
     limit_gpus = forms.FloatField(required=False, label="Limit (blank: none)")
-    over_quota_weight = forms.FloatField(label="Over-quota weight")
-    rank = forms.IntegerField(label="Rank")
 
 
 class PriorityForm(forms.Form):

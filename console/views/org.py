@@ -34,17 +34,14 @@ from scheduler_core.models import Department, Project, Quota, Workload
 from scheduler_core.models.queue_owner import QueueOwner
 from scheduler_core.services import org, removal
 
-OWNERS: dict[str, QuerySet[Any]] = {
-    "department": Department.objects.all(),
-    "project": Project.objects.select_related("department"),
-}
+OWNERS: dict[str, type[Department] | type[Project]] = {"department": Department, "project": Project}
 
 
 def owner_or_404(user, kind: str, pk: int) -> QueueOwner:
     """The department or project `pk`, if `user` may see it."""
     if kind not in OWNERS:
         raise Http404
-    return get_object_or_404(OWNERS[kind].visible_to(user), pk=pk)
+    return get_object_or_404(OWNERS[kind].objects.visible_to(user), pk=pk)
 
 
 def manages_level_above(user, owner: QueueOwner) -> bool:
@@ -223,28 +220,36 @@ def _deletion_effects(owner: QueueOwner) -> list[str]:
         f"{plural(members, 'member')} go with it."
     )
     if isinstance(owner, Department):
-        projects = list(owner.projects.values_list("name", flat=True))
-        if projects:
-            return [
-                f"It still has {plural(len(projects), 'project')} ({', '.join(projects)}): "
-                "deleting is refused until they are deleted.",
-                goes,
-            ]
-        return ["It has no projects.", goes]
-    workloads = Workload.objects.filter(project=owner)
+        return [*_department_effects(owner), goes]
+    assert isinstance(owner, Project)
+    return [*_project_effects(owner), goes]
+
+
+def _department_effects(department: Department) -> list[str]:
+    projects = list(department.projects.values_list("name", flat=True))
+    if not projects:
+        return ["It has no projects."]
+    return [
+        f"It still has {plural(len(projects), 'project')} ({', '.join(projects)}): "
+        "deleting is refused until they are deleted."
+    ]
+
+
+def _project_effects(project: Project) -> list[str]:
+    workloads = Workload.objects.filter(project=project)
     unfinished = workloads.exclude(status__in=TERMINAL_STATES).count()
     finished = workloads.count() - unfinished
-    effects = [
-        f"Its {plural(finished, 'finished workload')} and their events are deleted for good.",
-        goes,
-    ]
+    effects = []
     if unfinished:
-        effects.insert(
-            0,
+        effects.append(
             f"It has {plural(unfinished, 'unfinished workload')}: deleting is refused until "
-            "they are cancelled or finish.",
+            "they are cancelled or finish."
         )
-    return effects
+    if finished:
+        effects.append(
+            f"Its {plural(finished, 'finished workload')} and their events are deleted for good."
+        )
+    return effects or ["It has no workloads."]
 
 
 @login_required

@@ -3,6 +3,8 @@ change their scheduling settings, add nodes, cordon, drain and delete them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -24,13 +26,13 @@ from console.views.confirm import confirm_delete, plural
 from console.views.nodes import ACTIONS
 from scheduler_core import access
 from scheduler_core.choices import TERMINAL_STATES
-from scheduler_core.models import Node, NodePool, Quota, WorkloadCandidatePool
+from scheduler_core.models import Allocation, Node, NodePool, Quota, WorkloadCandidatePool
 from scheduler_core.selectors.nodes import pool_list
 from scheduler_core.services import cluster, removal
 
 
 def _pools_page(request, *, form=None):
-    context = {"pools": pool_list(user=request.user).order_by("name")}
+    context: dict[str, Any] = {"pools": pool_list(user=request.user).order_by("name")}
     if access.is_system_admin(request.user):
         context["form"] = form or PoolCreateForm()
     return page(request, "console/pools/list.html", "pools", context)
@@ -60,7 +62,7 @@ def pool_create(request):
 
 def _pool_page(request, pool: NodePool, *, settings_form=None, node_form=None):
     nodes = Node.objects.filter(pool=pool).annotate(pod_count=Count("allocations"))
-    context = {"pool": pool, "nodes": nodes.order_by("name")}
+    context: dict[str, Any] = {"pool": pool, "nodes": nodes.order_by("name")}
     if access.is_system_admin(request.user):
         context["settings_form"] = settings_form or PoolSettingsForm(
             initial={name: getattr(pool, name) for name in POOL_SETTINGS}
@@ -159,12 +161,13 @@ def pool_delete(request, pk: int):
 
 @system_admin_required
 def node_delete(request, pk: int):
-    node = get_object_or_404(Node.objects.annotate(pod_count=Count("allocations")), pk=pk)
+    node = get_object_or_404(Node.objects.select_related("pool"), pk=pk)
+    pods = Allocation.objects.filter(node=node).count()
     effects = [f"{plural(node.gpu_count, 'GPU')} leave pool {node.pool.name}; its events stay."]
-    if node.pod_count:
+    if pods:
         effects.insert(
             0,
-            f"It still runs {plural(node.pod_count, 'pod')}: deleting is refused until it is "
+            f"It still runs {plural(pods, 'pod')}: deleting is refused until it is "
             "drained (its workloads are then re-queued elsewhere).",
         )
     return confirm_delete(

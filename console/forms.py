@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -12,6 +13,7 @@ from django.core.exceptions import ValidationError
 
 from scheduler_core.choices import EventType, WorkloadKind, WorkloadStatus
 from scheduler_core.models import Department, NodePool, Project
+from scheduler_core.models.queue_owner import QueueOwner
 from scheduler_core.services.workloads import WorkloadRequest
 
 MAX_POOL_CHOICES = 3
@@ -360,11 +362,18 @@ class MemberForm(forms.Form):
     username = forms.CharField(max_length=150)
     role = forms.ChoiceField()
 
-    def __init__(self, *args: Any, roles: list[tuple[str, str]], **kwargs: Any) -> None:
+    role_help = {
+        "project": "Researchers submit and act on the project's workloads; viewers only read.",
+        "department": "Department admins manage its projects, their members and quotas; "
+        "viewers only read.",
+    }
+
+    def __init__(self, *args: Any, owner: QueueOwner, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         role = self.fields["role"]
         assert isinstance(role, forms.ChoiceField)
-        role.choices = roles
+        role.choices = owner.member_roles.choices
+        role.help_text = self.role_help[owner.kind]
 
 
 # A pool's settings, grouped as the settings form shows them (the grace period is not a
@@ -424,9 +433,6 @@ class PoolSettingsForm(forms.Form):
         """(legend, fields) in the order the form shows them."""
         return [(legend, [self[name] for name in names]) for legend, names in POOL_SETTING_GROUPS]
 
-    def settings(self) -> dict[str, Any]:
-        return {name: self.cleaned_data[name] for name in POOL_SETTINGS}
-
 
 class PoolCreateForm(PoolSettingsForm):
     name = forms.CharField(
@@ -457,3 +463,15 @@ class NodeCreateForm(forms.Form):
             return parse_pairs(self.cleaned_data.get("labels", ""), field="labels")
         except ValidationError as exc:
             raise ValidationError(exc.messages) from None
+
+
+def through_service(form: forms.Form, service: Callable[..., Any], **arguments: Any) -> Any:
+    """`service(**arguments, **form.cleaned_data)` once `form` is valid: what the service
+    returns, or None with the form's or the service's errors next to the fields."""
+    if not form.is_valid():
+        return None
+    try:
+        return service(**arguments, **form.cleaned_data)
+    except ValidationError as exc:
+        attach_service_errors(form, exc)
+        return None

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect
@@ -23,7 +23,7 @@ from console.forms import (
     MemberForm,
     QueueOwnerCreateForm,
     QueueOwnerSettingsForm,
-    attach_service_errors,
+    through_service,
 )
 from console.permissions import admin_required, system_admin_required
 from console.views.common import page
@@ -101,15 +101,11 @@ def org_index(request):
 
 
 def _create(request, form: QueueOwnerCreateForm, create, page_forms: dict):
-    if form.is_valid():
-        try:
-            owner = create(user=request.user, **form.cleaned_data)
-        except ValidationError as exc:
-            attach_service_errors(form, exc)
-        else:
-            messages.success(request, f"Created {owner.kind} {owner.name}.")
-            return redirect(owner_url(owner))
-    return _org_page(request, **page_forms)
+    owner = through_service(form, create, user=request.user)
+    if owner is None:
+        return _org_page(request, **page_forms)
+    messages.success(request, f"Created {owner.kind} {owner.name}.")
+    return redirect(owner_url(owner))
 
 
 @system_admin_required
@@ -152,7 +148,7 @@ def _owner_page(request, owner: QueueOwner, *, settings_form=None, member_form=N
             },
         )
     if above:
-        context["member_form"] = member_form or MemberForm(roles=owner.member_roles.choices)
+        context["member_form"] = member_form or MemberForm(owner=owner)
     return page(request, "console/org/owner.html", "org", context)
 
 
@@ -167,15 +163,10 @@ def owner_settings(request, kind: str, pk: int):
     owner = owner_or_404(request.user, kind, pk)
     org.require_manager(request.user, owner)
     form = QueueOwnerSettingsForm(request.POST, standing=manages_level_above(request.user, owner))
-    if form.is_valid():
-        try:
-            org.queue_owner_update(user=request.user, owner=owner, **form.cleaned_data)
-        except ValidationError as exc:
-            attach_service_errors(form, exc)
-        else:
-            messages.success(request, f"Saved the settings of {owner.name}.")
-            return redirect(owner_url(owner))
-    return _owner_page(request, owner, settings_form=form)
+    if through_service(form, org.queue_owner_update, user=request.user, owner=owner) is None:
+        return _owner_page(request, owner, settings_form=form)
+    messages.success(request, f"Saved the settings of {owner.name}.")
+    return redirect(owner_url(owner))
 
 
 @login_required
@@ -183,22 +174,13 @@ def owner_settings(request, kind: str, pk: int):
 def owner_member_set(request, kind: str, pk: int):
     owner = owner_or_404(request.user, kind, pk)
     org.require_admin_above(request.user, owner, "change department members")
-    form = MemberForm(request.POST, roles=owner.member_roles.choices)
-    if form.is_valid():
-        try:
-            membership = org.queue_owner_set_member(
-                user=request.user, owner=owner, **form.cleaned_data
-            )
-        except ValidationError as exc:
-            attach_service_errors(form, exc)
-        else:
-            messages.success(
-                request,
-                f"{membership.user.username} is {membership.get_role_display().lower()} "
-                f"of {owner.name}.",
-            )
-            return redirect(owner_url(owner))
-    return _owner_page(request, owner, member_form=form)
+    form = MemberForm(request.POST, owner=owner)
+    membership = through_service(form, org.queue_owner_set_member, user=request.user, owner=owner)
+    if membership is None:
+        return _owner_page(request, owner, member_form=form)
+    role = membership.get_role_display().lower()
+    messages.success(request, f"{membership.user.username} is {role} of {owner.name}.")
+    return redirect(owner_url(owner))
 
 
 @login_required

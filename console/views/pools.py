@@ -7,7 +7,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
@@ -18,7 +17,7 @@ from console.forms import (
     NodeCreateForm,
     PoolCreateForm,
     PoolSettingsForm,
-    attach_service_errors,
+    through_service,
 )
 from console.permissions import system_admin_required
 from console.views.common import page
@@ -47,17 +46,11 @@ def pools(request):
 @require_POST
 def pool_create(request):
     form = PoolCreateForm(request.POST)
-    if form.is_valid():
-        try:
-            pool = cluster.pool_create(
-                user=request.user, name=form.cleaned_data["name"], **form.settings()
-            )
-        except ValidationError as exc:
-            attach_service_errors(form, exc)
-        else:
-            messages.success(request, f"Created pool {pool.name}; add its nodes below.")
-            return redirect("console:pool_detail", pk=pool.pk)
-    return _pools_page(request, form=form)
+    pool = through_service(form, cluster.pool_create, user=request.user)
+    if pool is None:
+        return _pools_page(request, form=form)
+    messages.success(request, f"Created pool {pool.name}; add its nodes below.")
+    return redirect("console:pool_detail", pk=pool.pk)
 
 
 def _pool_page(request, pool: NodePool, *, settings_form=None, node_form=None):
@@ -86,15 +79,10 @@ def pool_detail(request, pk: int):
 def pool_settings(request, pk: int):
     pool = _pool_or_404(request, pk)
     form = PoolSettingsForm(request.POST)
-    if form.is_valid():
-        try:
-            cluster.pool_update(user=request.user, pool=pool, **form.settings())
-        except ValidationError as exc:
-            attach_service_errors(form, exc)
-        else:
-            messages.success(request, f"Saved the settings of pool {pool.name}.")
-            return redirect("console:pool_detail", pk=pool.pk)
-    return _pool_page(request, pool, settings_form=form)
+    if through_service(form, cluster.pool_update, user=request.user, pool=pool) is None:
+        return _pool_page(request, pool, settings_form=form)
+    messages.success(request, f"Saved the settings of pool {pool.name}.")
+    return redirect("console:pool_detail", pk=pool.pk)
 
 
 @system_admin_required
@@ -102,15 +90,11 @@ def pool_settings(request, pk: int):
 def node_create(request, pk: int):
     pool = _pool_or_404(request, pk)
     form = NodeCreateForm(request.POST)
-    if form.is_valid():
-        try:
-            node = cluster.node_create(user=request.user, pool=pool, **form.cleaned_data)
-        except ValidationError as exc:
-            attach_service_errors(form, exc)
-        else:
-            messages.success(request, f"Added node {node.name} to {pool.name}.")
-            return redirect("console:pool_detail", pk=pool.pk)
-    return _pool_page(request, pool, node_form=form)
+    node = through_service(form, cluster.node_create, user=request.user, pool=pool)
+    if node is None:
+        return _pool_page(request, pool, node_form=form)
+    messages.success(request, f"Added node {node.name} to {pool.name}.")
+    return redirect("console:pool_detail", pk=pool.pk)
 
 
 @system_admin_required

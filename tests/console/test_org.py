@@ -15,6 +15,14 @@ def owner_url(name, owner, kind=None):
     return reverse(f"console:{name}", args=[kind or owner.kind, owner.pk])
 
 
+def new_owner(prefix: str, **values) -> dict:
+    """What a create form of the organisation page posts (prefix: project or department)."""
+    return {
+        f"{prefix}-{key}": value
+        for key, value in {"rank": 0, "over_quota_weight": 1, **values}.items()
+    }
+
+
 def form_of(html: str, form_id: str) -> str:
     return html.split(f'id="{form_id}"', 1)[1].split("</form>", 1)[0]
 
@@ -63,13 +71,14 @@ def test_department_admin_creates_a_project_and_adds_a_member(client_for, cluste
     client = client_for("dept_admin")
     response = client.post(
         reverse("console:project_create"),
-        {
-            "project-department": cluster["dept"].pk,
-            "project-name": "speech",
-            "project-description": "ASR models",
-            "project-rank": 1,
-            "project-over_quota_weight": 2,
-        },
+        new_owner(
+            "project",
+            department=cluster["dept"].pk,
+            name="speech",
+            description="ASR models",
+            rank=1,
+            over_quota_weight=2,
+        ),
     )
     speech = Project.objects.get(name="speech")
     assert response.status_code == 302 and response["Location"] == owner_url("owner_detail", speech)
@@ -93,12 +102,7 @@ def test_service_errors_are_shown_next_to_the_fields(client_for, cluster):
     client = client_for("dept_admin")
     html = client.post(
         reverse("console:project_create"),
-        {
-            "project-department": cluster["dept"].pk,
-            "project-name": "vision",
-            "project-rank": 0,
-            "project-over_quota_weight": 1,
-        },
+        new_owner("project", department=cluster["dept"].pk, name="vision"),
     ).content.decode()
     name_field = html.split('data-field="name"', 1)[1].split("</ul>", 1)[0]
     assert "a project named &#x27;vision&#x27; already exists" in name_field
@@ -110,10 +114,10 @@ def test_service_errors_are_shown_next_to_the_fields(client_for, cluster):
 
 def test_a_department_admin_cannot_create_where_they_do_not_manage(client_for, cluster):
     client = client_for("dept_admin")
-    data = {"project-department": cluster["other_dept"].pk, "project-name": "sneaky"}
-    html = client.post(reverse("console:project_create"), {**data}).content.decode()
+    data = new_owner("project", department=cluster["other_dept"].pk, name="sneaky")
+    html = client.post(reverse("console:project_create"), data).content.decode()
     assert "Select a valid choice" in html
-    response = client.post(reverse("console:department_create"), {"department-name": "x"})
+    response = client.post(reverse("console:department_create"), new_owner("department", name="x"))
     assert response.status_code == 403
     assert not Project.objects.filter(name="sneaky").exists()
     assert not Department.objects.filter(name="x").exists()
@@ -122,14 +126,9 @@ def test_a_department_admin_cannot_create_where_they_do_not_manage(client_for, c
 @pytest.mark.parametrize("role", ["researcher", "viewer", "outsider"])
 def test_non_admins_get_403_on_create(client_for, cluster, role):
     client = client_for(role)
-    project = {
-        "project-department": cluster["dept"].pk,
-        "project-name": "mine",
-        "project-rank": 0,
-        "project-over_quota_weight": 1,
-    }
+    project = new_owner("project", department=cluster["dept"].pk, name="mine")
     assert client.post(reverse("console:project_create"), project).status_code == 403
-    department = {"department-name": "mine", "department-rank": 0}
+    department = new_owner("department", name="mine")
     assert client.post(reverse("console:department_create"), department).status_code == 403
     assert not Project.objects.filter(name="mine").exists()
 
@@ -137,7 +136,7 @@ def test_non_admins_get_403_on_create(client_for, cluster, role):
 def test_a_system_admin_creates_a_department(client_for, cluster):
     response = client_for("admin").post(
         reverse("console:department_create"),
-        {"department-name": "robotics", "department-rank": 3, "department-over_quota_weight": 1},
+        new_owner("department", name="robotics", rank=3),
     )
     robotics = Department.objects.get(name="robotics")
     assert response["Location"] == owner_url("owner_detail", robotics)

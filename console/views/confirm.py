@@ -45,5 +45,5 @@ def confirm_delete(
 
 
 def plural(count: int, noun: str) -> str:
-    """ "1 node", "3 nodes"."""
+    """A count and its noun: 1 node, 3 nodes."""
     return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -12,7 +12,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from console.forms import QuotaRowForm, attach_service_errors
+from console.forms import QuotaRowForm, through_service
 from console.permissions import admin_required
 from console.views.common import is_htmx, page
 from console.views.org import owner_or_404
@@ -90,18 +90,13 @@ def _render_row(request, row: QuotaRow, form: QuotaRowForm, saved: bool = False)
 def quota_save(request, kind: str, owner_id: int, pool_id: int):
     row = _row(request, kind, owner_id, pool_id)
     form = QuotaRowForm(request.POST, prefix=row.key)
-    saved = False
-    if form.is_valid():
-        try:
-            quotas.queue_owner_set_quota(
-                user=request.user, owner=row.owner, pool=row.pool, **form.cleaned_data
-            )
-        except ValidationError as exc:
-            attach_service_errors(form, exc)
-        else:
-            saved = True
-            row = _row(request, kind, owner_id, pool_id)
-            form = _initial_form(row)
+    quota = through_service(
+        form, quotas.queue_owner_set_quota, user=request.user, owner=row.owner, pool=row.pool
+    )
+    saved = quota is not None
+    if saved:
+        row = _row(request, kind, owner_id, pool_id)
+        form = _initial_form(row)
     if is_htmx(request):
         return _render_row(request, row, form, saved=saved)
     if saved:

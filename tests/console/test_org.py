@@ -4,6 +4,8 @@ the API lets it, and nothing more."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from scheduler_core.choices import ProjectRole, WorkloadStatus
@@ -247,3 +249,17 @@ def test_deleting_a_department_is_for_system_admins_and_needs_it_empty(client_fo
     empty = factories.department("empty")
     assert client.post(owner_url("owner_delete", empty))["Location"] == reverse("console:org")
     assert not Department.objects.filter(name="empty").exists()
+
+
+def test_the_organisation_page_costs_the_same_queries_however_large(client_for, cluster):
+    client = client_for("admin")
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(reverse("console:org")).status_code == 200
+        return len(captured)
+
+    before = queries()
+    for i in range(3):
+        factories.researcher(factories.project(factories.department(f"d{i}"), f"p{i}"))
+    assert queries() == before

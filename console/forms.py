@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 
 from scheduler_core.choices import EventType, WorkloadKind, WorkloadStatus
 from scheduler_core.models import NodePool, Project
 from scheduler_core.services.workloads import WorkloadRequest
 
 MAX_POOL_CHOICES = 3
+
+
+def _offer_projects(form: forms.Form, projects: QuerySet[Project]) -> None:
+    """Let the form's `project` field offer only `projects` (those its user may see)."""
+    cast(forms.ModelChoiceField, form.fields["project"]).queryset = projects
 
 
 def attach_service_errors(
@@ -27,7 +33,8 @@ def attach_service_errors(
             form.add_error(None, message)
         return
     for key, messages in error.message_dict.items():
-        field, where = aliases.get(key, key), ""
+        field: str | None = aliases.get(key, key)
+        where = ""
         if field not in form.fields:
             # A nested key ("changes.quotas[0].gpus", "groups[1].pods") goes to its field,
             # saying where inside it the problem is.
@@ -118,9 +125,15 @@ class SubmitForm(forms.Form):
 
     aliases = {"spec.duration": "duration", "pools": "pool_1", "spec": "image"}
 
-    def __init__(self, *args: Any, projects=None, pools=None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        projects: QuerySet[Project] | None = None,
+        pools: QuerySet[NodePool] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["project"].queryset = projects if projects is not None else Project.objects
+        _offer_projects(self, projects if projects is not None else Project.objects.all())
         pool_qs = pools if pools is not None else NodePool.objects.order_by("name")
         self.pool_field_names = []
         for i in range(1, min(MAX_POOL_CHOICES, max(pool_qs.count(), 1)) + 1):
@@ -138,7 +151,8 @@ class SubmitForm(forms.Form):
         return [self[name] for name in self.pool_field_names]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         try:
             data["node_selector_dict"] = parse_pairs(
                 data.get("node_selector", ""), field="node_selector"
@@ -233,10 +247,12 @@ class WorkloadFilterForm(forms.Form):
     kind = forms.ChoiceField(required=False, choices=[("", "Any kind"), *WorkloadKind.choices])
     user = forms.CharField(required=False, max_length=150, label="Submitted by")
 
-    def __init__(self, *args: Any, projects=None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, projects: QuerySet[Project] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         if projects is not None:
-            self.fields["project"].queryset = projects
+            _offer_projects(self, projects)
 
 
 class EventFilterForm(forms.Form):
@@ -248,10 +264,12 @@ class EventFilterForm(forms.Form):
         queryset=NodePool.objects.order_by("name"), required=False, empty_label="All pools"
     )
 
-    def __init__(self, *args: Any, projects=None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, projects: QuerySet[Project] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         if projects is not None:
-            self.fields["project"].queryset = projects
+            _offer_projects(self, projects)
 
 
 class SimulationForm(forms.Form):
@@ -285,7 +303,8 @@ class SimulationForm(forms.Form):
     MAX_UPLOAD = 2 * 1024 * 1024
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("scenario_file")
         if upload is not None:
             if upload.size > self.MAX_UPLOAD:

@@ -193,7 +193,7 @@ class NodeSerializer(serializers.Serializer):
             for a in node.prefetched_allocations
             if visible is None or a.workload.project_id in visible
         ]
-        return NodePodSerializer(pods, many=True).data
+        return serializers.ListSerializer(pods, child=NodePodSerializer()).data
 
 
 class NodeCreateSerializer(StrictInputSerializer):

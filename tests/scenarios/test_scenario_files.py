@@ -104,3 +104,13 @@ def test_on_step_reports_progress(seeds: Path) -> None:
         load_scenario(seeds / "gang-all-or-nothing.yaml"), on_step=lambda r: seen.append(r.step)
     )
     assert seen == [0, 1]
+
+
+def test_json_says_why_a_running_elastic_workload_does_not_grow(seeds: Path) -> None:
+    out = StringIO()
+    call_command("simulate", str(seeds / "elastic-shrink-expand.yaml"), "--json", stdout=out)
+    second = json.loads(out.getvalue().splitlines()[1])
+    assert second["workloads"]["elastic"]["reason"].startswith(
+        "runs 4 of its 8 pods and does not grow: "
+    )
+    assert "reason" not in second["workloads"]["urgent"]

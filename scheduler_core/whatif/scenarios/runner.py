@@ -126,6 +126,9 @@ def snapshot_step(
         if info is not None and status == "pending":
             entry["reason"] = info.reason
             entry["queue_position"] = info.queue_position
+        growth = result.not_growing.get(wid)
+        if growth is not None and status == "running":
+            entry["reason"] = growth[1]
         workloads[wid] = entry
     queues: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for qname, per_pool in result.queues.items():

@@ -110,9 +110,12 @@ def _figures(amounts: Any) -> dict[str, float]:
 
 
 def snapshot_step(
-    sim: Simulation, step: Step, events: list[dict[str, Any]], result: CycleResult
+    sim: Simulation, step: Step, events: list[SimEvent], result: CycleResult
 ) -> StepResult:
-    """Render the simulation state after `step`."""
+    """Render the simulation state after `step` and its events (FORMAT.md's output)."""
+    rendered = [e.to_dict() for e in events]
+    for e in rendered:
+        e["at"] = _num(e["at"])
     workloads: dict[str, dict[str, Any]] = {}
     for wid, status in sim.status.items():
         if status == "deleted":
@@ -141,31 +144,21 @@ def snapshot_step(
             }
             for pool, qs in per_pool.items()
         }
-    return StepResult(step.index, step.at, workloads, queues, events)
+    return StepResult(step.index, step.at, workloads, queues, rendered)
 
 
 def play(
     sim: Simulation, steps: Iterable[Step]
 ) -> Iterator[tuple[Step, list[SimEvent], CycleResult]]:
     """Run `steps` one at a time (clock, completions, events, scheduling to a fixed
-    point), yielding each step with its events and last cycle result; `steps` may be a generator
-    that decides the next step from the simulation's state."""
+    point), yielding each step with its events and last cycle result. `steps` may be a
+    generator that decides the next step from the simulation's state."""
     for step in steps:
         sim.advance(step.at)
         for event in step.events:
             apply_event(sim, event)
         result = sim.schedule()
         yield step, sim.take_events(), result
-
-
-def render_step(
-    sim: Simulation, step: Step, events: list[SimEvent], result: CycleResult
-) -> StepResult:
-    """The step's FORMAT.md output (events in JSON form, times as written)."""
-    rendered = [e.to_dict() for e in events]
-    for e in rendered:
-        e["at"] = _num(e["at"])
-    return snapshot_step(sim, step, rendered, result)
 
 
 def run_scenario(
@@ -179,7 +172,7 @@ def run_scenario(
         run.steps += 1
         if on_step is None and step.expect is None:
             continue
-        out = render_step(sim, step, events, result)
+        out = snapshot_step(sim, step, events, result)
         if step.expect is not None:
             out.checked = True
             out.failures = check_expect(step.expect, out, scenario)

@@ -138,7 +138,7 @@ class RunTally:
     _gpu_seconds: dict[str, float] = field(default_factory=dict)
     _entitled_seconds: dict[str, float] = field(default_factory=dict)
     _completions: list[float] = field(default_factory=list)
-    _delays: dict[str, list[float]] = field(default_factory=dict)
+    _delays: dict[str, tuple[float, int]] = field(default_factory=dict)  # sum, count
     _submitted: int = 0
     _finished: int = 0
     _last_finish: float = 0.0
@@ -164,7 +164,9 @@ class RunTally:
         j = self._jobs[job]
         if j.first_start is None:
             j.first_start = at
-            self._delays.setdefault(size_class(j.gpus), []).append(at - j.submitted)
+            size = size_class(j.gpus)
+            total, count = self._delays.get(size, (0.0, 0))
+            self._delays[size] = (total + at - j.submitted, count + 1)
         j.run_start = at
         self._set_running(j, gpus)
 
@@ -227,6 +229,10 @@ class RunTally:
         self._clock = at
 
     # ------------------------------------------------------------ summary
+    def _mean_delay_minutes(self, size: str) -> float | None:
+        total, count = self._delays.get(size, (0.0, 0))
+        return total / count / 60 if count else None
+
     def figures(self) -> RunFigures:
         """The run's figures so far."""
         completions = sorted(self._completions)
@@ -251,10 +257,7 @@ class RunTally:
             makespan_hours=makespan / HOUR,
             mean_completion_hours=_mean(completions) / HOUR,
             p95_completion_hours=_percentile(completions, 0.95) / HOUR,
-            mean_queueing_minutes={
-                size: (_mean(self._delays[size]) / 60 if size in self._delays else None)
-                for size in SIZE_CLASSES
-            },
+            mean_queueing_minutes={size: self._mean_delay_minutes(size) for size in SIZE_CLASSES},
             utilisation=_part(used, self.capacity_gpus * makespan),
             teams=teams,
             fairness_deviation=sum(abs(t.share - t.entitled_share) for t in teams.values()) / 2,

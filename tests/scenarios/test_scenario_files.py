@@ -54,15 +54,15 @@ def test_the_seed_folder_exists_and_is_not_empty(seeds: Path) -> None:
 
 @pytest.mark.parametrize("path", _seed_params())
 def test_seed_passes(seeds: Path, path: Path) -> None:
-    results = run_scenario(load_scenario(path))
-    failures = [f"step {r.step}: {line}" for r in results for line in r.failures]
+    run = run_scenario(load_scenario(path))
+    failures = [f"step {f.step}: {f.line}" for f in run.failures]
     assert not failures, "\n".join(failures)
 
 
 @pytest.mark.parametrize("path", _files(OURS), ids=lambda p: p.stem)
 def test_our_scenario_passes(path: Path) -> None:
-    results = run_scenario(load_scenario(path))
-    failures = [f"step {r.step}: {line}" for r in results for line in r.failures]
+    run = run_scenario(load_scenario(path))
+    failures = [f"step {f.step}: {f.line}" for f in run.failures]
     assert not failures, "\n".join(failures)
 
 

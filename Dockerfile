@@ -17,4 +17,4 @@ COPY templates templates
 COPY static static
 RUN mkdir -p /var/lib/fairway && SECRET_KEY=build python manage.py collectstatic --noinput -v0
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "config.asgi:application"]
+CMD ["python", "manage.py", "run", "--host", "0.0.0.0", "--port", "8000", "--no-worker", "--no-beat"]

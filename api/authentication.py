@@ -1,4 +1,5 @@
-"""Personal API tokens for scripts: `Authorization: Bearer fw_...` (or `Token fw_...`)."""
+"""Personal API tokens for scripts: `Authorization: Bearer fw_...` (or `Token fw_...`);
+HTTP Basic (username and password) to create the first one, with failed attempts limited."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from rest_framework import authentication, exceptions
 
 from scheduler_core.models import ApiToken
 from scheduler_core.models.accounts import TOKEN_PREFIX, hash_token
+from scheduler_core.sign_in_attempts import SignInLocked, address_of, sign_in_attempt
 
 KEYWORDS = {"bearer", "token"}
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -55,3 +57,29 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return 'Bearer realm="api"'
+
+
+class TooManySignInFailures(exceptions.Throttled):
+    """429: this username or address failed to sign in too often (Retry-After says when)."""
+
+    default_code = "too_many_sign_in_failures"
+
+    def __init__(self, locked: SignInLocked) -> None:
+        super().__init__(wait=locked.seconds)
+        self.detail = exceptions.ErrorDetail(str(locked), self.default_code)
+
+
+class SignInBasicAuthentication(authentication.BasicAuthentication):
+    """HTTP Basic, refused with a 429 while the username or the client address has failed
+    too often (scheduler_core.sign_in_attempts)."""
+
+    def authenticate_credentials(self, userid, password, request=None):
+        try:
+            with sign_in_attempt(
+                username=userid,
+                address=address_of(request),
+                failure=exceptions.AuthenticationFailed,
+            ):
+                return super().authenticate_credentials(userid, password, request)
+        except SignInLocked as exc:
+            raise TooManySignInFailures(exc) from None

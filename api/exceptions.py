@@ -33,6 +33,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import set_rollback
 
+from api.outages import outage_response
 from scheduler_core.services import errors as service_errors
 
 logger = logging.getLogger(__name__)
@@ -155,6 +156,8 @@ def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF exception handler producing the one error shape (installed on every API view)."""
+    if (unavailable := outage_response(exc)) is not None:
+        return unavailable
     api_exc = _as_api_exception(exc)
     if api_exc is None:
         logger.exception("unexpected error in %s", context.get("view"), exc_info=exc)
@@ -174,11 +177,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         wait = int(seconds or 1) if seconds is not None else 1
         headers["Retry-After"] = str(wait)
         extra["retry_after"] = wait
-        body = error_body(
-            "throttled",
-            f"too many requests: try again in {wait} second{'s' if wait != 1 else ''}",
-            **extra,
-        )
+        if type(api_exc) is exceptions.Throttled:  # DRF's detail: "Request was throttled. ..."
+            sentence = f"too many requests: try again in {wait} second{'s' if wait != 1 else ''}"
+        else:  # a Fairway subclass says why itself
+            sentence = str(api_exc.detail)
+        body = error_body(api_exc.default_code, sentence, **extra)
     elif isinstance(api_exc, exceptions.ValidationError):
         fields = flatten_errors(api_exc.detail)
         body = error_body("validation_failed", summarise(fields), fields)

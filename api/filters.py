@@ -1,5 +1,7 @@
 """Query filters for the collections (django-filter). Bad values are a 400 naming the
-parameter; ids are bounded integers so that no value reaches the database unchecked."""
+parameter, and so is a parameter given with no value (`?until=`: a client that meant to
+filter must not get everything); ids are bounded integers so that no value reaches the
+database unchecked."""
 
 from __future__ import annotations
 
@@ -14,12 +16,37 @@ from api.fields import MAX_INT
 from scheduler_core.choices import EventType, NodeState, WorkloadKind, WorkloadStatus
 from scheduler_core.models import Node, Quota, SchedulingEvent, Workload
 
+EMPTY_VALUE = "must not be empty: give a value or leave the parameter out"
+
+
+class NoEmptyValuesForm(forms.Form):
+    """The form of a FilterSet: a parameter sent empty is an error, not ignored."""
+
+    def clean(self):
+        cleaned = super().clean()
+        for name in self.fields:
+            key = self.add_prefix(name)
+            if key in self.data and "" in self.data.getlist(key):  # a QueryDict
+                self.add_error(name, EMPTY_VALUE)
+        return cleaned
+
+
+class FilterSet(django_filters.FilterSet):
+    """A FilterSet whose parameters may be left out but never sent empty."""
+
+    def get_form_class(self):
+        form = super().get_form_class()
+        return type(form.__name__, (NoEmptyValuesForm, form), {})
+
+
+TEXT_MAX_LENGTH = 200
+
 
 class TextField(forms.CharField):
     """A short query value without control characters (the database would refuse them)."""
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("max_length", 200)
+        kwargs.setdefault("max_length", TEXT_MAX_LENGTH)
         super().__init__(*args, **kwargs)
 
     def clean(self, value):
@@ -65,29 +92,49 @@ class IdFilter(django_filters.NumberFilter):
         super().__init__(*args, **kwargs)
 
 
+# What the schema states of each kind of parameter: the limits the fields above enforce.
+TEXT_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": TEXT_MAX_LENGTH,
+    "pattern": "^[^\\x00-\\x1f]*$",
+}
+ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_INT}
+
+
+def _documented(filter_class: type, schema: dict, **kwargs) -> django_filters.Filter:
+    """A `filter_class` filter whose schema is `schema` with its help text."""
+    schema = {**schema, "description": kwargs.get("help_text", "")}
+    documented = extend_schema_field(schema)(type(filter_class.__name__, (filter_class,), {}))
+    return documented(**kwargs)
+
+
+def text_filter(**kwargs) -> TextFilter:
+    """A TextFilter documented with its limits (kwargs as for TextFilter)."""
+    return _documented(TextFilter, TEXT_SCHEMA, **kwargs)
+
+
 def id_filter(field_name: str, description: str) -> IdFilter:
     """An IdFilter documented as a bounded integer with `description`."""
-    schema = {"type": "integer", "minimum": 1, "maximum": MAX_INT, "description": description}
-    documented = extend_schema_field(schema)(type("IdFilter", (IdFilter,), {}))
-    return documented(field_name=field_name)
+    return _documented(IdFilter, ID_SCHEMA, field_name=field_name, help_text=description)
 
 
-class WorkloadFilter(django_filters.FilterSet):
+class WorkloadFilter(FilterSet):
     """Filters of GET /workloads/."""
 
-    project = TextFilter(field_name="project__name", help_text="Project name.")
+    project = text_filter(field_name="project__name", help_text="Project name.")
     project_id = id_filter("project_id", "Project id.")
-    department = TextFilter(field_name="project__department__name", help_text="Department name.")
+    department = text_filter(field_name="project__department__name", help_text="Department name.")
     status = django_filters.MultipleChoiceFilter(
         choices=WorkloadStatus.choices, help_text="Status; repeat for several."
     )
     kind = django_filters.ChoiceFilter(choices=WorkloadKind.choices, help_text="Workload kind.")
-    submitted_by = TextFilter(
+    submitted_by = text_filter(
         field_name="submitted_by__username", help_text="Username of the submitter."
     )
-    name = TextFilter(field_name="name", lookup_expr="icontains", help_text="Part of the name.")
-    pool = TextFilter(method="filter_pool", help_text="Pool name: workloads that may run in it.")
-    node = TextFilter(method="filter_node", help_text="Node name: workloads with a pod on it.")
+    name = text_filter(field_name="name", lookup_expr="icontains", help_text="Part of the name.")
+    pool = text_filter(method="filter_pool", help_text="Pool name: workloads that may run in it.")
+    node = text_filter(method="filter_node", help_text="Node name: workloads with a pod on it.")
     submitted_after = UtcDateTimeFilter(
         field_name="submitted_at", lookup_expr="gte", help_text="Submitted at or after."
     )
@@ -108,10 +155,10 @@ class WorkloadFilter(django_filters.FilterSet):
         ).distinct()
 
 
-class NodeFilter(django_filters.FilterSet):
+class NodeFilter(FilterSet):
     """Filters of GET /nodes/."""
 
-    pool = TextFilter(field_name="pool__name", help_text="Pool name.")
+    pool = text_filter(field_name="pool__name", help_text="Pool name.")
     state = django_filters.ChoiceFilter(choices=NodeState.choices, help_text="Node state.")
 
     class Meta:
@@ -119,14 +166,14 @@ class NodeFilter(django_filters.FilterSet):
         fields: list[str] = []
 
 
-class QuotaFilter(django_filters.FilterSet):
+class QuotaFilter(FilterSet):
     """Filters of GET /quotas/."""
 
-    pool = TextFilter(field_name="pool__name", help_text="Pool name.")
-    department = TextFilter(
+    pool = text_filter(field_name="pool__name", help_text="Pool name.")
+    department = text_filter(
         field_name="department__name", help_text="Department name (its own quota)."
     )
-    project = TextFilter(field_name="project__name", help_text="Project name.")
+    project = text_filter(field_name="project__name", help_text="Project name.")
     owner_type = django_filters.ChoiceFilter(
         choices=[("department", "department"), ("project", "project")],
         method="filter_owner_type",
@@ -141,17 +188,17 @@ class QuotaFilter(django_filters.FilterSet):
         return queryset.filter(project__isnull=value == "department")
 
 
-class EventFilter(django_filters.FilterSet):
+class EventFilter(FilterSet):
     """Filters of GET /events/."""
 
     type = django_filters.MultipleChoiceFilter(
         choices=EventType.choices, help_text="Event type; repeat for several."
     )
-    project = TextFilter(field_name="project__name", help_text="Project name.")
+    project = text_filter(field_name="project__name", help_text="Project name.")
     project_id = id_filter("project_id", "Project id.")
     workload = id_filter("workload_id", "Workload id.")
-    pool = TextFilter(field_name="pool__name", help_text="Pool name.")
-    node = TextFilter(field_name="node__name", help_text="Node name.")
+    pool = text_filter(field_name="pool__name", help_text="Pool name.")
+    node = text_filter(field_name="node__name", help_text="Node name.")
     since = UtcDateTimeFilter(
         field_name="created_at", lookup_expr="gte", help_text="At or after (ISO 8601)."
     )

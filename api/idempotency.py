@@ -5,6 +5,13 @@ and nothing new is created. Same key and a different body: 409. Only successful 
 are stored; a failed request changed nothing, so retrying it simply runs it again. The
 stored key is written in the same transaction as the submission, so a crash between the
 two cannot leave a workload without its key (or a key without its workload).
+
+Retries sent in parallel all get the first one's response: the key's row is inserted
+before the handler runs, in the handler's transaction, so a second request with the same
+key waits on it (PostgreSQL holds its insert on the unique index until the first
+transaction ends; SQLite lets one writing transaction run at a time) and then, the key
+being taken, replays the stored response. Had the first one failed, its row is gone and
+the second runs the handler itself.
 """
 
 from __future__ import annotations
@@ -70,18 +77,22 @@ def idempotent(handler):
             return _replay(stored, request_hash)
         try:
             with transaction.atomic():
+                claim = IdempotencyKey.objects.create(
+                    user=request.user,
+                    key=key,
+                    request_hash=request_hash,
+                    response_status=0,  # written below, before anyone can read the row
+                    response_body={},
+                )
                 response = handler(self, request, *args, **kwargs)
                 if 200 <= response.status_code < 300:
-                    with transaction.atomic():
-                        IdempotencyKey.objects.create(
-                            user=request.user,
-                            key=key,
-                            request_hash=request_hash,
-                            response_status=response.status_code,
-                            response_body=response.data,
-                        )
+                    claim.response_status = response.status_code
+                    claim.response_body = response.data
+                    claim.save(update_fields=["response_status", "response_body"])
+                else:
+                    claim.delete()
         except IntegrityError:
-            # A concurrent request with the same key won the race: ours is rolled back.
+            # The key is taken: a request with it committed first (we waited for it).
             stored = IdempotencyKey.objects.filter(user=request.user, key=key).first()
             if stored is None:
                 raise

@@ -5,18 +5,21 @@ the cluster's size), so every process serves the same numbers: cycle durations a
 decisions from CycleRecord, per-queue GPUs and workload counts from QueueState (written by
 each cycle), preemptions by reason from SchedulingEvent, nodes by state.
 
-Open by default, like most Prometheus targets (it shows queue names and counts, no
-workload names or users); settings.METRICS_REQUIRE_AUTH = True requires a signed-in user
-or an API token.
+It names every department and project, so only a system admin reads it (their session,
+or their API token as `Authorization: Bearer fw_...`), or a scraper sending the shared
+token of settings.METRICS_TOKEN (`Authorization: Bearer <token>`, Prometheus's
+`authorization` / `bearer_token` option). Anyone else gets a JSON 401 (no or bad
+credentials) or 403 (not a system admin), in the API's error shape.
 """
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterator
 
 from django.conf import settings
 from django.db.models import Count, Q, Sum
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -24,7 +27,12 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
 
+from api.authentication import ApiTokenAuthentication
+from api.exceptions import error_body
+from scheduler_core import access
 from scheduler_core.choices import EventType
 from scheduler_core.models import CycleRecord, Node, QueueState, SchedulingEvent, Workload
 
@@ -160,23 +168,45 @@ class SchedulerCollector:
         yield gpus
 
 
-def _authenticated(request: HttpRequest) -> bool:
-    """A signed-in session, or any authentication the API accepts (tokens)."""
-    if request.user.is_authenticated:
-        return True
-    from rest_framework.exceptions import APIException
-    from rest_framework.request import Request
-    from rest_framework.settings import api_settings
+def _scrape_token_sent(request: HttpRequest) -> bool:
+    """Whether the request carries settings.METRICS_TOKEN as its bearer token."""
+    expected = settings.METRICS_TOKEN
+    scheme, _, sent = request.headers.get("Authorization", "").partition(" ")
+    return (
+        bool(expected)
+        and scheme.lower() == "bearer"
+        and hmac.compare_digest(sent.strip().encode(), expected.encode())
+    )
 
-    drf_request = Request(request)
-    for authenticator in api_settings.DEFAULT_AUTHENTICATION_CLASSES:
+
+def _refusal(request: HttpRequest) -> JsonResponse | None:
+    """Why the request may not read the metrics (a 401 or 403), or None when it may."""
+    if _scrape_token_sent(request):
+        return None
+    user = request.user
+    if not user.is_authenticated:
         try:
-            # api_settings imports the classes; the stubs type the setting as their names
-            if authenticator().authenticate(drf_request):  # type: ignore[operator]
-                return True
-        except APIException:
-            return False
-    return False
+            found = ApiTokenAuthentication().authenticate(Request(request))
+        except AuthenticationFailed as exc:
+            return _error(401, "authentication_failed", str(exc.detail))
+        if found is None:
+            return _error(
+                401,
+                "not_authenticated",
+                "send a system admin's API token or the metrics scrape token "
+                "(Authorization: Bearer ...), or sign in as a system admin",
+            )
+        user = found[0]
+    if not access.is_system_admin(user):
+        return _error(403, "permission_denied", "only system admins read the metrics")
+    return None
+
+
+def _error(status: int, code: str, detail: str) -> JsonResponse:
+    response = JsonResponse(error_body(code, detail), status=status)
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+    return response
 
 
 def render_metrics() -> bytes:
@@ -188,8 +218,7 @@ def render_metrics() -> bytes:
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
     """Serve the scheduler's metrics to Prometheus."""
-    if settings.METRICS_REQUIRE_AUTH and not _authenticated(request):
-        response = HttpResponse("authentication required\n", status=401, content_type="text/plain")
-        response["WWW-Authenticate"] = 'Token realm="fairway"'
-        return response
+    refusal = _refusal(request)
+    if refusal is not None:
+        return refusal
     return HttpResponse(render_metrics(), content_type=CONTENT_TYPE_LATEST)

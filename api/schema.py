@@ -3,6 +3,7 @@ described, and request bodies reject unknown fields (as the API does)."""
 
 from __future__ import annotations
 
+from drf_spectacular.authentication import BasicScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
@@ -100,6 +101,12 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
                 "`Authorization: Token fw_...` is accepted too."
             ),
         }
+
+
+class SignInBasicScheme(BasicScheme):
+    """Documents HTTP Basic on POST /api/v1/tokens/ (failed attempts limited)."""
+
+    target_class = "api.authentication.SignInBasicAuthentication"
 
 
 def forbid_unknown_request_fields(result, generator, request, public):

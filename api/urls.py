@@ -44,5 +44,5 @@ urlpatterns = [
         SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html"),
         name="redoc",
     ),
-    re_path(r"^.*$", not_found_view),
+    re_path(r"^[\s\S]*$", not_found_view),  # any path, newlines included
 ]

@@ -288,6 +288,45 @@ SCHEDULER_LOCK_TTL = env.float("SCHEDULER_LOCK_TTL", default=10.0)
 PENDING_REASON_REFRESH = env.float("PENDING_REASON_REFRESH", default=5.0)
 # ... and at most this many rows per cycle (a refresh of a longer queue takes several cycles).
 PENDING_REASON_REFRESH_ROWS = env.int("PENDING_REASON_REFRESH_ROWS", default=1000)
-# /metrics is open by default, like most Prometheus targets; set to require a signed-in
-# user or an API token.
-METRICS_REQUIRE_AUTH = env.bool("METRICS_REQUIRE_AUTH", default=False)
+# --- metrics, sign-in attempts, request bodies (the security block, appended) -------------
+# Request bodies are JSON only; one nested too deeply to handle is a 400 (api.parsers).
+REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["api.parsers.JSONParser"]
+# /metrics names every department and project: system admins read it (session or API
+# token), and so does a scraper sending this token as `Authorization: Bearer <token>`
+# (empty: no scrape token; api.metrics).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# Failed sign-ins (API Basic auth, console and admin login) allowed per username and per
+# client address in each window of SIGN_IN_FAILURE_WINDOW seconds; past either limit the
+# answer is 429 with Retry-After until the window ends (scheduler_core.sign_in_attempts).
+SIGN_IN_FAILURES_PER_USERNAME = env.int("SIGN_IN_FAILURES_PER_USERNAME", default=10)
+SIGN_IN_FAILURES_PER_ADDRESS = env.int("SIGN_IN_FAILURES_PER_ADDRESS", default=50)
+SIGN_IN_FAILURE_WINDOW = env.float("SIGN_IN_FAILURE_WINDOW", default=900.0)
+
+# --- surviving broker outages
+# The worker survives a Redis outage of any length and resumes by itself: it retries the
+# broker forever, and holds no unacknowledged task to restore when the connection drops
+# (acks-late made kombu's restore_unacked crash the worker while the long scheduling loop
+# ran). Acks-late buys nothing here: the cycle task is idempotent and coalesced, the beat
+# re-sends cycles, and what-if runs lost with a worker are failed by
+# fail_stale_simulations_task.
+CELERY_TASK_ACKS_LATE = False
+CELERY_TASK_REJECT_ON_WORKER_LOST = False
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # forever
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 2,
+    "socket_timeout": 5,
+    "retry_on_timeout": True,
+    "health_check_interval": 10,
+}
+# A cycle request, an event push or the rate limit must fail at once when Redis is gone
+# (scheduler_core.outages), not hang a request.
+if REDIS_URL:
+    CACHES["default"]["OPTIONS"] = {"socket_connect_timeout": 2, "socket_timeout": 2}
+# Console pages and the admin answer a plain 503 during an outage (api.outages).
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.common.CommonMiddleware") + 1,
+                  "api.outages.OutageMiddleware")  # fmt: skip
+# Web processes `manage.py run` starts on its port (a socket each, SO_REUSEPORT); 0 means
+# min(4, cores + 1).
+WEB_CONCURRENCY = env.int("WEB_CONCURRENCY", default=0)

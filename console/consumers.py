@@ -20,9 +20,16 @@ Protocol (URL `/ws/events/`, JSON text frames):
 Groups and who may join them (the shared access rule, `visible_to`):
 `cluster` and `pool-<id>` any signed-in user; `project-<id>` and `workload-<id>` those who may
 see the project; `simulation-<id>` its creator and system admins. Whatever the group, an event
-about a project the user cannot see is never forwarded. The user's visible projects are cached
-per connection and refreshed on every subscribe, every ACCESS_TTL seconds, and at once when
-their memberships change (`access.changed` on the group `user-<id>`).
+about a project the user cannot see is never forwarded, nor one about a department's own
+quota to those who cannot see the department, and a preemption names the other side's
+workload and project only to those who may see that project (live_events.other_side). The
+user's visible projects are cached per connection and refreshed on every subscribe, every
+ACCESS_TTL seconds, and at once when their memberships change (`access.changed` on the
+group `user-<id>`).
+
+A browser's connection lives as long as its session signs the user in: it is closed with
+4401 as soon as that session signs out (`session.ended` on `user-<id>`), and at the next
+refresh once the session has expired or was ended otherwise (a password change).
 """
 
 from __future__ import annotations
@@ -35,11 +42,15 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.contrib.auth import get_user_model
+from django.conf import settings
+from django.contrib.auth import get_user, get_user_model
+from django.http import HttpRequest
+from django.utils.module_loading import import_string
 
 from scheduler_core import access
 from scheduler_core.live_events import watched_groups
-from scheduler_core.live_events.recording import CLUSTER_GROUP, user_group
+from scheduler_core.live_events.other_side import as_seen_by
+from scheduler_core.live_events.recording import CLUSTER_GROUP, session_digest, user_group
 from scheduler_core.models import NodePool, Project, Workload
 from scheduler_core.selectors.simulations import simulations_visible_to
 
@@ -75,19 +86,57 @@ class AccessSnapshot:
     """What one user may see, as loaded at `loaded_at` (monotonic seconds)."""
 
     user: Any
-    project_ids: set[int] | None  # None: every project (system admin)
+    project_ids: set[int] | None  # None: every project and department (system admin)
+    department_ids: set[int] = field(default_factory=set)
     loaded_at: float = field(default_factory=time.monotonic)
 
-    def may_see_project(self, project_id: int | None) -> bool:
-        return project_id is None or self.project_ids is None or project_id in self.project_ids
+    def shown(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """`event` as this user may see it (live_events.other_side), or None when they may
+        not see it at all: its project, or for a department's own event its department."""
+        if self.project_ids is not None:
+            project_id, department_id = event.get("project_id"), event.get("department_id")
+            if project_id is not None and project_id not in self.project_ids:
+                return None
+            if project_id is None and department_id not in (None, *self.department_ids):
+                return None
+        details = event.get("details") or {}
+        reason, shown_details = as_seen_by(
+            self.project_ids,
+            type=event.get("type", ""),
+            project_id=event.get("project_id"),
+            reason=event.get("reason", ""),
+            details=details,
+        )
+        return (
+            event
+            if shown_details is details
+            else {**event, "reason": reason, "details": shown_details}
+        )
 
 
-def load_access(user_id: int) -> AccessSnapshot | None:
-    """Reload the user and the projects they may see; None when they may not sign in now."""
-    user = get_user_model().objects.filter(pk=user_id).first()
-    if not access.is_authenticated(user):
+def load_access(user_id: int, session_key: str | None = None) -> AccessSnapshot | None:
+    """Reload the user and the projects they may see; None when they may not sign in now,
+    or (given the browser's session) when that session no longer signs them in."""
+    if session_key is None:
+        user = get_user_model().objects.filter(pk=user_id).first()
+    else:
+        user = session_user(session_key)
+    if not access.is_authenticated(user) or user.pk != user_id:
         return None
-    return AccessSnapshot(user=user, project_ids=access.visible_project_ids(user))
+    project_ids = access.visible_project_ids(user)
+    if project_ids is None:
+        return AccessSnapshot(user=user, project_ids=None)
+    # Only a system admin sees every department, and they returned above.
+    department_ids = access.visible_department_ids(user) or set()
+    return AccessSnapshot(user=user, project_ids=project_ids, department_ids=department_ids)
+
+
+def session_user(session_key: str):
+    """Whom a session signs in now, as Django checks it for a request (expiry, the
+    password's hash, an active user); AnonymousUser when nobody."""
+    request = HttpRequest()
+    request.session = import_string(f"{settings.SESSION_ENGINE}.SessionStore")(session_key)
+    return get_user(request)
 
 
 def authorize_groups(snapshot: AccessSnapshot, names: list[str]) -> tuple[list[str], list[str]]:
@@ -130,11 +179,14 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.subscriptions: set[str] = set()
         self.snapshot: AccessSnapshot | None = None
         self.personal_group: str | None = None
+        # The browser's session (AuthMiddlewareStack puts it in every real connection's
+        # scope); a scope built without one (a test's) is trusted for its user alone.
+        self.session_key: str | None = getattr(self.scope.get("session"), "session_key", None)
         await self.accept()
         user = self.scope.get("user")
         user_id = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
         if user_id is not None:
-            self.snapshot = await database_sync_to_async(load_access)(user_id)
+            self.snapshot = await self._load_access(user_id)
         if self.snapshot is None:
             await self.close(code=UNAUTHENTICATED)
             return
@@ -226,7 +278,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             return
         if not force and time.monotonic() - self.snapshot.loaded_at < ACCESS_TTL:
             return
-        self.snapshot = await database_sync_to_async(load_access)(self.snapshot.user.pk)
+        self.snapshot = await self._load_access(self.snapshot.user.pk)
         if self.snapshot is None:
             await self.close(code=UNAUTHENTICATED)
             return
@@ -249,8 +301,9 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         if self.snapshot is None or (group is not None and group not in self.subscriptions):
             return  # left the group while this message was on its way
         for event in message.get("events") or []:
-            if self.snapshot.may_see_project(event.get("project_id")):
-                await self.send_json({"type": "event", "group": group, "event": event})
+            shown = self.snapshot.shown(event)
+            if shown is not None:
+                await self.send_json({"type": "event", "group": group, "event": shown})
 
     async def simulation_progress(self, message: dict[str, Any]) -> None:
         """Progress of a what-if run (only its creator and system admins join its group)."""
@@ -261,6 +314,15 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             {"type": "simulation.progress", "group": group, "simulation": message["simulation"]}
         )
 
+    async def _load_access(self, user_id: int) -> AccessSnapshot | None:
+        return await database_sync_to_async(load_access)(user_id, self.session_key)
+
     async def access_changed(self, message: dict[str, Any]) -> None:
         """The user's memberships changed: reload what they may see right away."""
         await self.refresh_access(force=True)
+
+    async def session_ended(self, message: dict[str, Any]) -> None:
+        """A session of the user signed out: close if it is this connection's."""
+        if self.session_key and message.get("session") == session_digest(self.session_key):
+            self.snapshot = None
+            await self.close(code=UNAUTHENTICATED)

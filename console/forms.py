@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 
 from scheduler_core.choices import EventType, WorkloadKind, WorkloadStatus
-from scheduler_core.models import NodePool, Project
+from scheduler_core.models import Department, NodePool, Project
+from scheduler_core.models.queue_owner import QueueOwner
 from scheduler_core.services.workloads import WorkloadRequest
 
 MAX_POOL_CHOICES = 3
+
+
+def _offer_projects(form: forms.Form, projects: QuerySet[Project]) -> None:
+    """Let the form's `project` field offer only `projects` (those its user may see)."""
+    cast(forms.ModelChoiceField, form.fields["project"]).queryset = projects
 
 
 def attach_service_errors(
@@ -27,7 +35,8 @@ def attach_service_errors(
             form.add_error(None, message)
         return
     for key, messages in error.message_dict.items():
-        field, where = aliases.get(key, key), ""
+        field: str | None = aliases.get(key, key)
+        where = ""
         if field not in form.fields:
             # A nested key ("changes.quotas[0].gpus", "groups[1].pods") goes to its field,
             # saying where inside it the problem is.
@@ -118,9 +127,15 @@ class SubmitForm(forms.Form):
 
     aliases = {"spec.duration": "duration", "pools": "pool_1", "spec": "image"}
 
-    def __init__(self, *args: Any, projects=None, pools=None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        projects: QuerySet[Project] | None = None,
+        pools: QuerySet[NodePool] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["project"].queryset = projects if projects is not None else Project.objects
+        _offer_projects(self, projects if projects is not None else Project.objects.all())
         pool_qs = pools if pools is not None else NodePool.objects.order_by("name")
         self.pool_field_names = []
         for i in range(1, min(MAX_POOL_CHOICES, max(pool_qs.count(), 1)) + 1):
@@ -138,7 +153,8 @@ class SubmitForm(forms.Form):
         return [self[name] for name in self.pool_field_names]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         try:
             data["node_selector_dict"] = parse_pairs(
                 data.get("node_selector", ""), field="node_selector"
@@ -204,12 +220,11 @@ class SubmitForm(forms.Form):
 
 
 class QuotaRowForm(forms.Form):
-    """One department's or project's quota in one pool, with its rank and over-quota weight."""
+    """One department's or project's quota in one pool. (Its rank and over-quota weight
+    are not per pool: they are edited on its own page, QueueOwnerSettingsForm.)"""
 
     gpus = forms.FloatField(label="Deserved GPUs")
     limit_gpus = forms.FloatField(required=False, label="Limit (blank: none)")
-    over_quota_weight = forms.FloatField(label="Over-quota weight")
-    rank = forms.IntegerField(label="Rank")
 
 
 class PriorityForm(forms.Form):
@@ -233,10 +248,12 @@ class WorkloadFilterForm(forms.Form):
     kind = forms.ChoiceField(required=False, choices=[("", "Any kind"), *WorkloadKind.choices])
     user = forms.CharField(required=False, max_length=150, label="Submitted by")
 
-    def __init__(self, *args: Any, projects=None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, projects: QuerySet[Project] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         if projects is not None:
-            self.fields["project"].queryset = projects
+            _offer_projects(self, projects)
 
 
 class EventFilterForm(forms.Form):
@@ -248,10 +265,12 @@ class EventFilterForm(forms.Form):
         queryset=NodePool.objects.order_by("name"), required=False, empty_label="All pools"
     )
 
-    def __init__(self, *args: Any, projects=None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, projects: QuerySet[Project] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         if projects is not None:
-            self.fields["project"].queryset = projects
+            _offer_projects(self, projects)
 
 
 class SimulationForm(forms.Form):
@@ -285,7 +304,8 @@ class SimulationForm(forms.Form):
     MAX_UPLOAD = 2 * 1024 * 1024
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("scenario_file")
         if upload is not None:
             if upload.size > self.MAX_UPLOAD:
@@ -310,3 +330,167 @@ class SimulationForm(forms.Form):
                 else:
                     data["changes_dict"] = changes
         return data
+
+
+class QueueOwnerSettingsForm(forms.Form):
+    """A department's or project's description, and (for whoever manages the level above
+    it) its rank and over-quota weight among its peers."""
+
+    description = forms.CharField(required=False, max_length=255)
+    rank = forms.IntegerField(
+        initial=0, help_text="Higher rank is served over-quota GPUs first among its peers."
+    )
+    over_quota_weight = forms.FloatField(
+        initial=1.0,
+        label="Over-quota weight",
+        help_text="Share of over-quota GPUs among peers of the same rank.",
+    )
+
+    STANDING = ("rank", "over_quota_weight")
+
+    def __init__(self, *args: Any, standing: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not standing:
+            for name in self.STANDING:
+                del self.fields[name]
+
+
+class QueueOwnerCreateForm(QueueOwnerSettingsForm):
+    """A new department (system admins) or, with `departments`, a new project in one of them."""
+
+    name = forms.CharField(
+        max_length=63, help_text="Lowercase letters, digits and dashes; used in URLs."
+    )
+    department = forms.ModelChoiceField(queryset=Department.objects.none(), empty_label=None)
+
+    field_order = ["department", "name", "description", "rank", "over_quota_weight"]
+
+    def __init__(self, *args: Any, departments=None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        department = self.fields["department"]
+        if departments is None:
+            del self.fields["department"]
+        else:
+            assert isinstance(department, forms.ModelChoiceField)
+            department.queryset = departments
+
+
+class MemberForm(forms.Form):
+    """Give a user a role in a department or project (or change their role)."""
+
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField()
+
+    role_help = {
+        "project": "Researchers submit and act on the project's workloads; viewers only read.",
+        "department": "Department admins manage its projects, their members and quotas; "
+        "viewers only read.",
+    }
+
+    def __init__(self, *args: Any, owner: QueueOwner, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        role = self.fields["role"]
+        assert isinstance(role, forms.ChoiceField)
+        role.choices = owner.member_roles.choices
+        role.help_text = self.role_help[owner.kind]
+
+
+# A pool's settings, grouped as the settings form shows them (the grace period is not a
+# setting yet).
+POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Policy", ("description", "policy", "placement")),
+    ("Preemption", ("preemption", "min_guaranteed_runtime")),
+    ("Consolidation", ("consolidation", "max_consolidation_evaluations")),
+    ("Pacing", ("max_reclaims_per_cycle", "max_preemptions_per_cycle")),
+    (
+        "Fair share",
+        (
+            "over_quota_weight_from_quota",
+            "fairshare_mode",
+            "time_based_window",
+            "time_based_half_life",
+            "time_based_k",
+        ),
+    ),
+)
+POOL_SETTINGS = tuple(name for _, names in POOL_SETTING_GROUPS for name in names)
+
+
+class PoolSettingsForm(forms.Form):
+    """A pool's policy and scheduling settings. The fields and defaults are the model's; the
+    values are checked by the pools' schema in the services."""
+
+    labels = {
+        "preemption": "Preemption: evict workloads to serve others",
+        "min_guaranteed_runtime": "Min guaranteed runtime (s)",
+        "consolidation": "Consolidation: move running pods to make room for a gang",
+        "max_consolidation_evaluations": "Moves evaluated per cycle",
+        "max_reclaims_per_cycle": "Reclaims per cycle",
+        "max_preemptions_per_cycle": "Priority preemptions per cycle",
+        "over_quota_weight_from_quota": "Over-quota weight from the quota",
+        "fairshare_mode": "Fair share over time",
+        "time_based_window": "Usage window (s)",
+        "time_based_half_life": "Usage half-life (s)",
+        "time_based_k": "Usage penalty (k)",
+    }
+    help_texts = {
+        "max_reclaims_per_cycle": "Blank: no bound. The next cycle goes on.",
+        "max_preemptions_per_cycle": "Blank: no bound.",
+        "fairshare_mode": "Time based: over-quota shares shrink with recent usage.",
+        "time_based_k": "How strongly past usage counts (0: not at all).",
+    }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields.update(
+            forms.fields_for_model(
+                NodePool, fields=POOL_SETTINGS, labels=self.labels, help_texts=self.help_texts
+            )
+        )
+
+    def groups(self) -> list[tuple[str, list[forms.BoundField]]]:
+        """(legend, fields) in the order the form shows them."""
+        return [(legend, [self[name] for name in names]) for legend, names in POOL_SETTING_GROUPS]
+
+
+class PoolCreateForm(PoolSettingsForm):
+    name = forms.CharField(
+        max_length=63, help_text="Lowercase letters, digits and dashes; used in URLs."
+    )
+
+    def groups(self) -> list[tuple[str, list[forms.BoundField]]]:
+        (legend, fields), *others = super().groups()
+        return [(legend, [self["name"], *fields]), *others]
+
+
+class NodeCreateForm(forms.Form):
+    """A node to add to a pool."""
+
+    name = forms.CharField(max_length=63, help_text="Lowercase letters, digits and dashes.")
+    gpu_count = forms.IntegerField(label="GPUs", min_value=0, initial=8)
+    gpu_model = forms.CharField(label="GPU model", max_length=64, required=False)
+    cpu = forms.FloatField(label="CPU cores", min_value=0, initial=0)
+    memory = forms.FloatField(label="Memory (GiB)", min_value=0, initial=0)
+    labels = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "gpu=a100"}),
+        help_text="One key=value per line; workloads select nodes by them.",
+    )
+
+    def clean_labels(self) -> dict[str, str]:
+        try:
+            return parse_pairs(self.cleaned_data.get("labels", ""), field="labels")
+        except ValidationError as exc:
+            raise ValidationError(exc.messages) from None
+
+
+def through_service(form: forms.Form, service: Callable[..., Any], **arguments: Any) -> Any:
+    """`service(**arguments, **form.cleaned_data)` once `form` is valid: what the service
+    returns, or None with the form's or the service's errors next to the fields."""
+    if not form.is_valid():
+        return None
+    try:
+        return service(**arguments, **form.cleaned_data)
+    except ValidationError as exc:
+        attach_service_errors(form, exc)
+        return None

@@ -80,6 +80,35 @@ def department_q(user: AnyUser | None, path: str = "") -> Q:
     )
 
 
+def visible_department_ids(user: AnyUser | None) -> set[int] | None:
+    """Ids of the departments `user` may see; None means every department (system admin)."""
+    if is_system_admin(user):
+        return None
+    department = apps.get_model("scheduler_core", "Department")
+    return set(
+        department.objects.filter(department_q(user)).values_list("pk", flat=True).distinct()
+    )
+
+
+def event_q(user: AnyUser | None) -> Q:
+    """Scheduling events `user` may see: those of projects they see, those of departments
+    they see (a department's own quota), and cluster-wide ones (neither)."""
+    if not is_authenticated(user):
+        return NOTHING
+    if is_system_admin(user):
+        return Q()
+    project = apps.get_model("scheduler_core", "Project")
+    department = apps.get_model("scheduler_core", "Department")
+    return (
+        Q(project__in=project.objects.filter(project_q(user)).values("pk"))
+        | Q(
+            project__isnull=True,
+            department__in=department.objects.filter(department_q(user)).values("pk"),
+        )
+        | Q(project__isnull=True, department__isnull=True)
+    )
+
+
 def can_manage_department(user: AnyUser | None, department: Department) -> bool:
     """Department admins manage their departments' projects and quotas."""
     if is_system_admin(user):

@@ -210,7 +210,8 @@ class NodeSerializer(serializers.Serializer):
 
     @extend_schema_field(NodePodSerializer(many=True))
     def get_pods(self, node) -> list[dict]:
-        return NodePodSerializer(self._visible_pods(node)[:MAX_NODE_PODS], many=True).data
+        shown = self._visible_pods(node)[:MAX_NODE_PODS]
+        return serializers.ListSerializer(shown, child=NodePodSerializer()).data
 
     def get_pod_count(self, node) -> int:
         return len(self._visible_pods(node))

@@ -18,6 +18,12 @@ class EventSerializer(serializers.Serializer):
     project = serializers.CharField(
         source="project.name", allow_null=True, default=None, help_text="Project name."
     )
+    department_id = serializers.IntegerField(
+        allow_null=True, help_text="Department concerned (an event about its own quota)."
+    )
+    department = serializers.CharField(
+        source="department.name", allow_null=True, default=None, help_text="Department name."
+    )
     workload_id = serializers.IntegerField(allow_null=True, help_text="Workload concerned.")
     workload = serializers.CharField(
         source="workload.name", allow_null=True, default=None, help_text="Workload name."
@@ -30,4 +36,8 @@ class EventSerializer(serializers.Serializer):
     node = serializers.CharField(
         source="node.name", allow_null=True, default=None, help_text="Node name."
     )
-    details = serializers.DictField(help_text="Structured details (depend on the type).")
+    details = serializers.DictField(
+        help_text="Structured details (depend on the type). A preemption names the workload "
+        "it made room for (`by`) and its project (`by_project_id`) only to those who may see "
+        "that project; others read a neutral reason."
+    )

@@ -62,7 +62,9 @@ class SimulationSerializer(serializers.Serializer):
 
     id = serializers.IntegerField(help_text="Run id; used in URLs.")
     name = serializers.CharField(help_text="Your name for the run.")
-    source = serializers.ChoiceField(
+    # A declared field leaves the class body (SerializerMetaclass collects it), so it does
+    # not replace Field.source as the stubs assume.
+    source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=SimulationSource.choices,
         help_text="A scenario file, or a copy of the live cluster.",
     )
@@ -100,7 +102,9 @@ class SimulationCreateSerializer(StrictInputSerializer):
     """A what-if run to queue."""
 
     name = StrictCharField(max_length=120, help_text="A name, e.g. 'vision quota 4'.")
-    source = StrictChoiceField(
+    # A declared field leaves the class body (SerializerMetaclass collects it), so it does
+    # not replace Field.source as the stubs assume.
+    source = StrictChoiceField(  # type: ignore[assignment]
         choices=SimulationSource.choices,
         help_text="scenario: replay `scenario_text`; live: copy the cluster as it is now.",
     )

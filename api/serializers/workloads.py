@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -104,8 +106,8 @@ class WorkloadSubmitSerializer(SchemaInputSerializer):
 class WorkloadBulkSubmitSerializer(StrictInputSerializer):
     """Many workloads in one request: all are queued, or none if any is invalid."""
 
-    workloads = WorkloadSubmitSerializer(
-        many=True,
+    workloads: serializers.ListSerializer[Any] = serializers.ListSerializer(
+        child=WorkloadSubmitSerializer(),
         min_length=1,
         max_length=MAX_BULK,
         help_text=f"The workloads to queue (1 to {MAX_BULK}).",

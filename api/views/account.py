@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
-from rest_framework.authentication import BasicAuthentication
 from rest_framework.response import Response
 
+from api.authentication import SignInBasicAuthentication
+from api.serializers.errors import ErrorSerializer
 from api.serializers.tokens import (
     MeSerializer,
     TokenCreatedSerializer,
@@ -63,7 +64,7 @@ class TokenViewSet(ApiViewSet):
         authenticators = super().get_authenticators()
         request = getattr(self, "request", None)
         if request is not None and request.method == "POST":
-            authenticators.insert(1, BasicAuthentication())
+            authenticators.insert(1, SignInBasicAuthentication())
         return authenticators
 
     def get_queryset(self):
@@ -78,9 +79,18 @@ class TokenViewSet(ApiViewSet):
         summary="Create a token: its key is shown once, in this response",
         description="Also accepts HTTP Basic authentication (username and password), so a "
         "script can get its first token: `curl -u alice -X POST .../api/v1/tokens/ -H "
-        "'Content-Type: application/json' -d '{\"name\": \"laptop\"}'`.",
+        "'Content-Type: application/json' -d '{\"name\": \"laptop\"}'`. Failed "
+        "passwords are limited per username and per client address: past the limit the "
+        "answer is 429 with `Retry-After` until the window ends.",
         request=TokenCreateSerializer,
-        responses={201: TokenCreatedSerializer},
+        responses={
+            201: TokenCreatedSerializer,
+            429: OpenApiResponse(
+                ErrorSerializer,
+                description="Too many failed sign-ins for this username or from this "
+                "address: wait `retry_after` seconds.",
+            ),
+        },
     )
     def create(self, request):
         token, raw = tokens.token_create(user=request.user, **self.input(TokenCreateSerializer))

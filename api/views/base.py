@@ -3,14 +3,11 @@ pagination, and lookups that 404 on what the user cannot see."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import DataError
 from rest_framework import viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import BasePagination
-from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.schemas.inspectors import ViewInspector
 from rest_framework.views import APIView
 
@@ -20,9 +17,9 @@ from api.schema import FairwayAutoSchema
 
 
 class ApiViewMixin:
-    """JSON bodies only, the Fairway error shape, and the Fairway schema generator."""
+    """JSON bodies only (REST_FRAMEWORK's DEFAULT_PARSER_CLASSES: api.parsers), the Fairway
+    error shape, and the Fairway schema generator."""
 
-    parser_classes: Sequence[type[BaseParser]] = [JSONParser]
     schema: ViewInspector | None = FairwayAutoSchema()
 
     def get_exception_handler(self):

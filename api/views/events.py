@@ -10,13 +10,20 @@ from api.pagination import EventCursorPagination
 from api.serializers.events import EventSerializer
 from api.views.base import ApiViewSet
 from scheduler_core.models import SchedulingEvent
+from scheduler_core.selectors.event_feed import events_as_seen_by
 
 
 def event_queryset(user):
     """Events `user` may see, with the names a row shows."""
     return SchedulingEvent.objects.visible_to(user).select_related(
-        "project", "workload", "pool", "node"
+        "project", "department", "workload", "pool", "node"
     )
+
+
+def event_page(view, queryset):
+    """One page of `queryset` as `view`'s user may see it, as a paginated response."""
+    page = events_as_seen_by(view.paginate_queryset(queryset), view.request.user)
+    return view.get_paginated_response(EventSerializer(page, many=True).data)
 
 
 @extend_schema_view(
@@ -39,4 +46,4 @@ class EventViewSet(ApiViewSet):
         return event_queryset(self.request.user)
 
     def list(self, request):
-        return self.page(self.get_queryset(), EventSerializer)
+        return event_page(self, self.filter_queryset(self.get_queryset()))

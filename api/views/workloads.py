@@ -20,7 +20,7 @@ from api.serializers.workloads import (
 )
 from api.throttling import SubmissionThrottle
 from api.views.base import ApiViewSet
-from api.views.events import event_queryset
+from api.views.events import event_page, event_queryset
 from scheduler_core.models import Workload
 from scheduler_core.selectors.workloads import workload_list, workloads_with_placements
 from scheduler_core.services import workloads as services
@@ -140,5 +140,4 @@ class WorkloadViewSet(ApiViewSet):
     )
     def events(self, request, pk=None):
         workload = self.get_object()
-        page = self.paginate_queryset(event_queryset(request.user).filter(workload=workload))
-        return self.get_paginated_response(EventSerializer(page, many=True).data)
+        return event_page(self, event_queryset(request.user).filter(workload=workload))

@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from console.forms import EventFilterForm
 from console.views.common import is_htmx, live_names, page
 from scheduler_core.models import Project
-from scheduler_core.selectors.event_feed import event_feed
+from scheduler_core.selectors.event_feed import event_feed, events_as_seen_by
 
 FEED_SIZE = 150
 
@@ -37,7 +37,7 @@ def events(request):
         "events",
         {
             "form": form,
-            "events": list(feed),
+            "events": events_as_seen_by(feed, request.user),
             "group": group,
             "filter_type": filters.get("type") or "",
             "filter_project": project.pk if project else "",

@@ -1,26 +1,25 @@
-"""Quotas (admins): departments and projects per pool, edited inline with validation; a
-"what would change" what-if run before saving."""
+"""Quotas (admins): each department's and project's deserved GPUs and limit per pool, edited
+inline with validation, and a "what would change" what-if run before saving. Rank and
+over-quota weight are not per pool: they are shown here and edited on the owner's own page.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.db.models import QuerySet, Sum
+from django.db.models import Sum
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from console.forms import QuotaRowForm, attach_service_errors
+from console.forms import QuotaRowForm, through_service
 from console.permissions import admin_required
 from console.views.common import is_htmx, page
+from console.views.org import owner_or_404
 from console.views.simulations import result_context
-from scheduler_core.models import Department, Node, NodePool, Project
-from scheduler_core.models.queue_owner import QueueOwner
-from scheduler_core.selectors.quota_table import QuotaRow, quota_row, quota_table
-from scheduler_core.services import org, quotas
+from scheduler_core.models import Node, NodePool
+from scheduler_core.selectors.quota_table import PoolQuotaTable, QuotaRow, quota_row, quota_table
+from scheduler_core.services import quotas
 from scheduler_core.services.simulations import simulation_create
 
 WHATIF_HORIZON = 3600
@@ -32,71 +31,57 @@ def _gpus_by_pool() -> dict[int, int]:
     )
 
 
+def _rows(tables: list[PoolQuotaTable]) -> list[QuotaRow]:
+    return [
+        row
+        for table in tables
+        for block in table.departments
+        for row in [block.row, *block.projects]
+    ]
+
+
+def bar_scale(tables: list[PoolQuotaTable]) -> float:
+    """The largest figure the bars draw (held, deserved, fairshare): every row's bar is on
+    this one scale, so bars compare across rows and pools."""
+    figures = [
+        figure
+        for row in _rows(tables)
+        for figure in (row.allocated_gpus, row.gpus, row.fairshare_gpus)
+    ]
+    return max(figures, default=0.0) or 1.0
+
+
 @admin_required
 def quota_page(request):
     tables = quota_table(user=request.user, gpus_by_pool=_gpus_by_pool())
-    forms = {}
-    for table in tables:
-        for block in table.departments:
-            for row in [block.row, *block.projects]:
-                forms[row.key] = _initial_form(row)
-    return page(request, "console/quotas.html", "quotas", {"tables": tables, "forms": forms})
-
-
-def _initial_form(row: QuotaRow) -> QuotaRowForm:
-    return QuotaRowForm(
-        prefix=row.key,
-        initial={
-            "gpus": row.gpus,
-            "limit_gpus": row.limit_gpus,
-            "over_quota_weight": row.owner.over_quota_weight,
-            "rank": row.owner.rank,
-        },
+    forms = {row.key: _initial_form(row) for row in _rows(tables)}
+    return page(
+        request,
+        "console/quotas.html",
+        "quotas",
+        {"tables": tables, "forms": forms, "scale": bar_scale(tables)},
     )
 
 
-OWNERS: dict[str, QuerySet[Any]] = {
-    "department": Department.objects.all(),
-    "project": Project.objects.select_related("department"),
-}
+def _initial_form(row: QuotaRow) -> QuotaRowForm:
+    return QuotaRowForm(prefix=row.key, initial={"gpus": row.gpus, "limit_gpus": row.limit_gpus})
 
 
 def _row(request, kind: str, owner_id: int, pool_id: int) -> QuotaRow:
     """The row being edited, if the user administers its owner (404 otherwise)."""
     pool = get_object_or_404(NodePool, pk=pool_id)
-    if kind not in OWNERS:
-        raise Http404
-    owner: QueueOwner = get_object_or_404(OWNERS[kind], pk=owner_id)
+    owner = owner_or_404(request.user, kind, owner_id)
     if not owner.managed_by(request.user):
         raise Http404
     return quota_row(user=request.user, owner=owner, pool=pool)
 
 
-def _save(user, row: QuotaRow, data: dict) -> None:
-    """Quota and owner settings together: all saved, or nothing if any is refused."""
-    with transaction.atomic():
-        quotas.queue_owner_set_quota(
-            user=user,
-            owner=row.owner,
-            pool=row.pool,
-            gpus=data["gpus"],
-            limit_gpus=data["limit_gpus"],
-        )
-        if (data["rank"], data["over_quota_weight"]) != (
-            row.owner.rank,
-            row.owner.over_quota_weight,
-        ):
-            org.queue_owner_update(
-                user=user,
-                owner=row.owner,
-                rank=data["rank"],
-                over_quota_weight=data["over_quota_weight"],
-            )
-
-
 def _render_row(request, row: QuotaRow, form: QuotaRowForm, saved: bool = False):
+    scale = bar_scale(quota_table(user=request.user))
     return render(
-        request, "console/partials/_quota_row.html", {"row": row, "form": form, "saved": saved}
+        request,
+        "console/partials/_quota_row.html",
+        {"row": row, "form": form, "saved": saved, "scale": scale},
     )
 
 
@@ -105,16 +90,13 @@ def _render_row(request, row: QuotaRow, form: QuotaRowForm, saved: bool = False)
 def quota_save(request, kind: str, owner_id: int, pool_id: int):
     row = _row(request, kind, owner_id, pool_id)
     form = QuotaRowForm(request.POST, prefix=row.key)
-    saved = False
-    if form.is_valid():
-        try:
-            _save(request.user, row, form.cleaned_data)
-        except ValidationError as exc:
-            attach_service_errors(form, exc)
-        else:
-            saved = True
-            row = _row(request, kind, owner_id, pool_id)
-            form = _initial_form(row)
+    quota = through_service(
+        form, quotas.queue_owner_set_quota, user=request.user, owner=row.owner, pool=row.pool
+    )
+    saved = quota is not None
+    if saved:
+        row = _row(request, kind, owner_id, pool_id)
+        form = _initial_form(row)
     if is_htmx(request):
         return _render_row(request, row, form, saved=saved)
     if saved:
@@ -127,21 +109,8 @@ def quota_save(request, kind: str, owner_id: int, pool_id: int):
 
 def whatif_changes(row: QuotaRow, data: dict) -> dict:
     """The `changes` of a live what-if run for one edited row."""
-    quota = {
-        row.kind: row.owner.name,
-        "pool": row.pool.name,
-        "gpus": data["gpus"],
-        "limit_gpus": data["limit_gpus"],
-    }
-    changes: dict = {"quotas": [quota]}
-    weight = {}
-    if data["over_quota_weight"] != row.owner.over_quota_weight:
-        weight["over_quota_weight"] = data["over_quota_weight"]
-    if data["rank"] != row.owner.rank:
-        weight["rank"] = data["rank"]
-    if weight:
-        changes["weights"] = [{row.kind: row.owner.name, **weight}]
-    return changes
+    quota = {row.kind: row.owner.name, "pool": row.pool.name}
+    return {"quotas": [{**quota, "gpus": data["gpus"], "limit_gpus": data["limit_gpus"]}]}
 
 
 def describe(row: QuotaRow, data: dict) -> str:

@@ -91,7 +91,7 @@ def _detail_context(request, workload: Workload) -> dict:
         "allocations": allocations,
         "nodes": sorted({a.node.name for a in allocations}),
         "pools": [c.pool for c in workload.pool_choices.all()],
-        "timeline": workload_timeline(workload),
+        "timeline": workload_timeline(workload, user=request.user),
         "can_act": access.can_submit_to(request.user, workload.project),
         "priority_form": PriorityForm(initial={"priority": workload.priority}),
     }

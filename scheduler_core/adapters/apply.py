@@ -39,6 +39,7 @@ from scheduler_core.engine import (
     Shrink,
 )
 from scheduler_core.live_events.batch import EventBatch
+from scheduler_core.live_events.other_side import as_seen_by
 from scheduler_core.models import Allocation, Node, Workload
 from scheduler_core.runtime.interface import EndedRun, ExecutionBackend, RunEnd
 from scheduler_core.services.runtime import finish_run
@@ -113,6 +114,7 @@ class Applier:
         self.evented: set[int] = set()
         self.dirty: set[int] = set()
         self.refreshed: list[str] = []
+        self.placed_projects: dict[str, set[int]] | None = None  # by name, built on need
 
     # --- locking and checks -----------------------------------------------------------
 
@@ -258,12 +260,31 @@ class Applier:
         w.status = WorkloadStatus.PENDING
         w.started_at = None
         w.queue_position = None
-        w.pending_reason = f"re-queued: {d.reason}"
-        w.pending_reason_kind = "preempted"
         if d.reason_kind == EVICT_FAULT:
             w.restarts += 1
         details = {"kind": d.reason_kind, "by": d.by, "restarts": w.restarts}
+        if d.by is not None:
+            details["by_project_id"] = self._placed_project(d.by)
+        # Whoever sees the workload sees its reason: the other side only if it is its own.
+        shown, _ = as_seen_by(
+            {w.project_id}, type=EventType.PREEMPTED, project_id=w.project_id,
+            reason=d.reason, details=details,
+        )  # fmt: skip
+        w.pending_reason = f"re-queued: {shown}"
+        w.pending_reason_kind = "preempted"
         self._event(EventType.PREEMPTED, w, [], pool_id=pool_id, reason=d.reason, details=details)
+
+    def _placed_project(self, name: str) -> int | None:
+        """Project of the workload named `name` that this cycle places (an eviction's
+        beneficiary); None when several projects place one of that name."""
+        if self.placed_projects is None:
+            self.placed_projects = defaultdict(set)
+            for decision in self.result.decisions:
+                row = self.live.workloads.get(int(decision.workload))
+                if isinstance(decision, Allocate) and row is not None:
+                    self.placed_projects[row.name].add(row.project_id)
+        projects = self.placed_projects.get(name, set())
+        return next(iter(projects)) if len(projects) == 1 else None
 
     def _move(self, d: Move, w: LockedWorkload, row: WorkloadRow) -> None:
         before = sorted({self.live.node_names[a.node_id] for a in row.allocations})

@@ -79,3 +79,32 @@ def pod_size(gpus: float, cpu: float, memory: float) -> str:
     if not parts:
         return "nothing"
     return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+
+def no_over_quota_share(
+    level: str,
+    queue: str,
+    pool: str,
+    resource: int,
+    fair: float,
+    held: float,
+    needs: float,
+    free_gpus: float,
+) -> str:
+    """Why a workload of a queue with over-quota weight 0 cannot reclaim: it gets no
+    share of the over-quota resources, so its fair share is at most its deserved quota
+    (`resource` indexes RESOURCE_WORDS)."""
+    words = RESOURCE_WORDS[resource]
+    return (
+        f"{level} {queue} has over-quota weight 0, so it has no over-quota share: its fair "
+        f"share in pool {pool} is {format_amount(fair)} {words}, no more than its deserved "
+        f"quota (holds {format_amount(held)}, this needs {format_amount(needs)}); it can only "
+        f"use idle resources ({format_amount(free_gpus)} free GPUs) and cannot reclaim"
+    )
+
+
+def gave_up_pods(w: WorkloadState) -> str:
+    """Why a running elastic workload that gave up pods this cycle does not grow again
+    in the same cycle."""
+    cause = f" ({w.evict_reason})" if w.evict_reason else ""
+    return f"it gave up pods this cycle{cause}"

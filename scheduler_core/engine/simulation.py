@@ -138,6 +138,22 @@ class Simulation:
             if gpus > 0:
                 self.usage.append(UsageRecord(queue, pool, start, until, gpus * (until - start)))
         self._usage_from = until
+        self._forget_usage_before(until - self._usage_window())
+
+    def _usage_window(self) -> float:
+        return max(
+            (p.time_based_window for p in self.pools if p.fairshare_mode == FAIRSHARE_TIME_BASED),
+            default=float("inf"),
+        )
+
+    def _forget_usage_before(self, cutoff: float) -> None:
+        """Drop records that ended before every pool's window (they are in time order): no
+        cycle reads them again, the clock only moving forward, so a long run keeps a
+        bounded history."""
+        stale = 0
+        while stale < len(self.usage) and self.usage[stale].end < cutoff:
+            stale += 1
+        del self.usage[:stale]
 
     def _finish(self, wid: str, status: str, reason: str) -> None:
         self.active.pop(wid, None)

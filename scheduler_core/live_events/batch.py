@@ -18,7 +18,8 @@ from scheduler_core.live_events.recording import publish_after_commit, workload_
 from scheduler_core.models import SchedulingEvent, Workload
 
 EVENT_FIELDS = (
-    "created_at", "type", "workload", "project", "pool", "node", "reason", "details",
+    "created_at", "type", "workload", "project", "department", "pool", "node", "reason",
+    "details",
 )  # fmt: skip
 
 
@@ -34,13 +35,14 @@ class EventRow:
     node_id: int | None
     reason: str
     details: dict[str, Any] = field(default_factory=dict)
+    department_id: int | None = None
     pk: int | None = None
 
     def values(self) -> tuple[Any, ...]:
         """Its values in EVENT_FIELDS order."""
         return (
-            self.created_at, self.type, self.workload_id, self.project_id, self.pool_id,
-            self.node_id, self.reason, self.details,
+            self.created_at, self.type, self.workload_id, self.project_id, self.department_id,
+            self.pool_id, self.node_id, self.reason, self.details,
         )  # fmt: skip
 
 

@@ -6,16 +6,20 @@ groups `cluster`, `pool-<id>`, `project-<id>` and `workload-<id>` as
 {"type": "scheduling.events", "group": <group>, "events": [<payload>, ...]} (one message per
 group per commit; a workload's group only while someone listens). A change of someone's
 memberships sends {"type": "access.changed"} to their group `user-<id>`, so that open
-websockets re-check what that user may see (console.consumers).
+websockets re-check what that user may see, and signing out sends {"type":
+"session.ended", "session": <digest of the session key>} there, so that the websockets of
+that browser session close (console.consumers).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
+from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
@@ -26,6 +30,7 @@ from scheduler_core.db.locked_workload import LockedWorkload
 from scheduler_core.live_events import publisher as event_publisher
 from scheduler_core.live_events import watched_groups
 from scheduler_core.models import (
+    Department,
     DepartmentMembership,
     Node,
     NodePool,
@@ -79,6 +84,7 @@ class EventLike(Protocol):
     created_at: datetime
     reason: str
     project_id: int | None
+    department_id: int | None
     pool_id: int | None
     node_id: int | None
     workload_id: int | None
@@ -93,6 +99,7 @@ def event_payload(event: EventLike, state: dict[str, Any] | None = None) -> dict
         "at": event.created_at.isoformat(),
         "reason": event.reason,
         "project_id": event.project_id,
+        "department_id": event.department_id,
         "pool_id": event.pool_id,
         "node_id": event.node_id,
         "workload_id": event.workload_id,
@@ -117,6 +124,7 @@ def event_record(
     type: str,
     workload: Workload | None = None,
     project: Project | None = None,
+    department: Department | None = None,
     pool: NodePool | None = None,
     node: Node | None = None,
     reason: str = "",
@@ -124,12 +132,15 @@ def event_record(
     at: datetime | None = None,
     state: dict[str, Any] | None = None,
 ) -> SchedulingEvent:
-    """Write one event now and publish it after the surrounding transaction commits."""
+    """Write one event now and publish it after the surrounding transaction commits.
+    `department` only for an event about a department itself (its own quota): only those
+    who may see it see the event."""
     event = SchedulingEvent.objects.create(
         created_at=at or timezone.now(),
         type=type,
         workload=workload,
         project=project or (workload.project if workload is not None else None),
+        department=department,
         pool=pool,
         node=node,
         reason=reason,
@@ -192,10 +203,6 @@ def send_now(messages: list[tuple[str, dict[str, Any]]]) -> None:
     if layer is None:
         return
     by_group = _merged_by_group(messages)
-    for group in set(by_group) - watched_groups.listened(by_group):
-        del by_group[group]
-    if not by_group:
-        return
 
     async def send_all() -> None:
         # Groups in parallel (a big cycle touches hundreds), each group's messages in order.
@@ -212,6 +219,10 @@ def send_now(messages: list[tuple[str, dict[str, Any]]]) -> None:
 
     loop = event_publisher.thread_loop()
     try:
+        for group in set(by_group) - watched_groups.listened(by_group):
+            del by_group[group]
+        if not by_group:
+            return
         if loop is not None:  # the publisher thread: its loop keeps the layer's connections
             loop.run_until_complete(send_all())
         else:
@@ -242,3 +253,18 @@ def _membership_changed(sender, instance, **kwargs) -> None:
     """Tell the member's open websockets to re-check what they may see."""
     if instance.user_id:
         send_after_commit([(user_group(instance.user_id), {"type": "access.changed"})])
+
+
+def session_digest(session_key: str) -> str:
+    """Names a browser session in channel messages without sending its key around."""
+    return hashlib.sha256(session_key.encode()).hexdigest()
+
+
+@receiver(user_logged_out, dispatch_uid="events-session-ended")
+def _signed_out(sender, request, user, **kwargs) -> None:
+    """Close the websockets of the browser session that signs out (sent at once: the
+    session is flushed right after this signal)."""
+    session_key = getattr(getattr(request, "session", None), "session_key", None)
+    if user is not None and session_key:
+        message = {"type": "session.ended", "session": session_digest(session_key)}
+        send_after_commit([(user_group(user.pk), message)])

@@ -8,6 +8,9 @@ released when its holder dies:
 - Otherwise (SQLite) with Redis: a Redis lock with an expiry, renewed by a background
   thread while the cycle runs; a dead holder stops renewing and the lock expires.
 - Without Redis (embedded, tasks run eagerly in one process): a process-local lock.
+
+A lock that cannot be reached (Redis or the database down) is not acquired: the cycle is
+skipped with a warning, and the beat asks again once the service is back.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Protocol
 from django.conf import settings
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+
+from scheduler_core.outages import DATABASE_OUTAGES, on_redis_outage
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +64,9 @@ class AdvisoryLock:
             with conn.cursor() as cursor:
                 cursor.execute("SELECT pg_try_advisory_lock(%s)", [self.key])
                 acquired = bool(cursor.fetchone()[0])
+        except DATABASE_OUTAGES as exc:
+            logger.warning("cycle lock: the database is unreachable (%s); no cycle now", exc)
+            acquired = False
         except Exception:
             conn.close()
             raise
@@ -107,6 +115,7 @@ class RedisLock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @on_redis_outage(False, "no cycle until the beat asks again")
     def acquire(self) -> bool:
         if not self.lock.acquire(blocking=False, token=uuid.uuid4().hex):
             return False

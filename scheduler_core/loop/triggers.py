@@ -15,6 +15,10 @@ after commit. Requests are coalesced without losing any:
 
 So a burst of a thousand submissions causes a handful of cycles, and the last change of
 any burst is always seen by a cycle that starts after it.
+
+While Redis is unreachable none of this can be done: the marks are skipped with a warning
+(a request then answers as usual: its change is saved), and the beat runs the cycle once
+Redis is back.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+
+from scheduler_core.outages import on_redis_outage
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +64,7 @@ def _requested() -> None:
     enqueue_cycle()
 
 
+@on_redis_outage(False, "the beat will run the cycle")
 def enqueue_cycle() -> bool:
     """Enqueue a cycle task now unless one is already queued; True when one was sent."""
     if getattr(settings, "SCHEDULER_AUTORUN", True) is False:
@@ -80,21 +87,25 @@ def send_cycle_task() -> None:
     current_app.signature(CYCLE_TASK).apply_async(**options)
 
 
+@on_redis_outage(None, "its queued mark expires by itself")
 def cycle_task_started() -> None:
     """Called first by a cycle task: later requests must enqueue a new task."""
     cache.delete(queued_key())
 
 
+@on_redis_outage(None, "the beat will run the cycle")
 def want_follow_up() -> None:
     """A cycle was asked for while another one ran: run one more after it."""
     cache.set(follow_up_key(), 1, timeout=FOLLOW_UP_TTL)
 
 
+@on_redis_outage(False, "no follow-up cycle until the beat")
 def follow_up_wanted() -> bool:
     """Whether a cycle was asked for since the last one started (without taking it)."""
     return cache.get(follow_up_key()) is not None
 
 
+@on_redis_outage(False, "no follow-up cycle until the beat")
 def take_follow_up() -> bool:
     """True (once) when a follow-up cycle was asked for."""
     return bool(cache.delete(follow_up_key()))

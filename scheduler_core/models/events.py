@@ -6,19 +6,18 @@ from django.db import models
 
 from scheduler_core import access
 from scheduler_core.choices import EventType
-from scheduler_core.models.org import Project
 from scheduler_core.models.queue_owned import QueueOwned, owner_constraints
 
 
 class SchedulingEventQuerySet(models.QuerySet):
     def visible_to(self, user) -> SchedulingEventQuerySet:
-        """Events of visible projects, and cluster-wide events (no project) for signed-in users."""
+        """Events of visible projects, of visible departments (a department's own quota),
+        and cluster-wide events (neither) for signed-in users."""
         if not access.is_authenticated(user):
             return self.none()
         if access.is_system_admin(user):
             return self
-        projects = Project.objects.filter(access.project_q(user)).values("pk")
-        return self.filter(models.Q(project__in=projects) | models.Q(project__isnull=True))
+        return self.filter(access.event_q(user))
 
 
 class SchedulingEvent(models.Model):
@@ -49,6 +48,17 @@ class SchedulingEvent(models.Model):
         related_name="+",
         db_constraint=False,
         db_index=False,  # (project, -created_at) below serves it
+    )
+    department = models.ForeignKey(
+        "scheduler_core.Department",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_constraint=False,
+        db_index=False,  # read only among the few events without a project
+        help_text="The department of a department-level event (its own quota); "
+        "only those who may see the department see it.",
     )
     pool = models.ForeignKey(
         "scheduler_core.NodePool",

@@ -3,35 +3,58 @@ bounds are declared once.
 
 Types are strict: "3" is not 3, true is not 1, 1.5 is not a whole number (2.0 is, as JSON
 does not tell them apart). A number type is declared once with its bounds,
-`whole(ge=1, le=MAX_PODS)`: it checks type and bounds with messages that state them, and
-carries the bounds into the JSON schema.
+`Pods = Annotated[int, whole(ge=1, le=MAX_PODS)]`: the metadata checks type and bounds with
+messages that state them, and carries the bounds into the JSON schema. Types are written as
+`Annotated[<type>, <metadata>]` so that mypy sees the type and pydantic the rules.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
-from typing import Annotated, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar, Union, get_args
 
+from annotated_types import GroupedMetadata
 from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     ValidationError,
     WithJsonSchema,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
+
+T = TypeVar("T")
+
+
+class _LeftOutOnly:
+    """Pydantic metadata on `T | None`: validate as `T`, so None is only the default of a
+    key left out and a stated null is refused with T's own message."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        stated = tuple(arg for arg in get_args(source) if arg is not type(None))
+        # Union[] rebuilds T from its members (T itself when it is not a union).
+        return handler.generate_schema(Union[stated])  # noqa: UP007
+
+
+Omittable = Annotated[T | None, _LeftOutOnly()]
+"""A key that may be left out (then None) but not given as null: `pods: Omittable[Pods] =
+None`. Typed `T | None`, as reading it may give None."""
 
 
 class StrictModel(BaseModel):
     """A shape whose unknown keys are refused and whose values are never coerced.
 
-    A key that may be left out but not given as null defaults to None without None in its
-    type (`pods: Pods = None`): left out it is None, null is refused. `given()` tells which
-    keys the input stated.
+    A key that may be left out but not given as null is `Omittable` (`pods: Omittable[Pods] =
+    None`): left out it is None, null is refused. `given()` tells which keys the input
+    stated.
     """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
@@ -128,8 +151,22 @@ def _json_schema(kind: str, ge: float | None, gt: float | None, le: float) -> di
     return {"type": kind, **{k: v for k, v in bounds.items() if v is not None}}
 
 
-def number(*, ge: float | None = None, gt: float | None = None, le: float) -> Any:
-    """A finite JSON number (a whole one is fine) within the bounds."""
+@dataclass(frozen=True, eq=False)
+class _Checked(GroupedMetadata):
+    """Pydantic metadata: `check` runs on the value as given; `json_schema` describes what it
+    accepts. Compared by identity (its schema is a dict), so `Omittable[...]` can hash it."""
+
+    check: Callable[[Any], Any]
+    json_schema: dict[str, Any]
+
+    def __iter__(self) -> Iterator[object]:
+        yield BeforeValidator(self.check)
+        yield WithJsonSchema(self.json_schema)
+
+
+def number(*, ge: float | None = None, gt: float | None = None, le: float) -> _Checked:
+    """A finite JSON number (a whole one is fine) within the bounds: the metadata of
+    `Annotated[float, number(...)]`."""
 
     def check(value: Any) -> float:
         if (
@@ -143,12 +180,12 @@ def number(*, ge: float | None = None, gt: float | None = None, le: float) -> An
         _within(value, ge, gt, le)
         return float(value)
 
-    schema = _json_schema("number", ge, gt, le)
-    return Annotated[float, BeforeValidator(check), WithJsonSchema(schema)]
+    return _Checked(check, _json_schema("number", ge, gt, le))
 
 
-def whole(*, ge: int | None = None, le: int) -> Any:
-    """A whole JSON number within the bounds (2.0 is 2: JSON does not tell them apart)."""
+def whole(*, ge: int | None = None, le: int) -> _Checked:
+    """A whole JSON number within the bounds (2.0 is 2: JSON does not tell them apart): the
+    metadata of `Annotated[int, whole(...)]`."""
 
     def check(value: Any) -> int:
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
@@ -162,12 +199,11 @@ def whole(*, ge: int | None = None, le: int) -> Any:
         _within(value, ge, None, le)
         return value
 
-    schema = _json_schema("integer", ge, None, le)
-    return Annotated[int, BeforeValidator(check), WithJsonSchema(schema)]
+    return _Checked(check, _json_schema("integer", ge, None, le))
 
 
-def one_of(options: Sequence[str]) -> Any:
-    """One of a fixed set of strings."""
+def one_of(options: Sequence[str]) -> _Checked:
+    """One of a fixed set of strings: the metadata of `Annotated[str, one_of(...)]`."""
     allowed = tuple(options)
 
     def check(value: Any) -> str:
@@ -179,12 +215,10 @@ def one_of(options: Sequence[str]) -> Any:
             )
         return value
 
-    return Annotated[
-        str, BeforeValidator(check), WithJsonSchema({"type": "string", "enum": allowed})
-    ]
+    return _Checked(check, {"type": "string", "enum": allowed})
 
 
-def zero_or_at_least(minimum: float, unit: str) -> Any:
+def zero_or_at_least(minimum: float, unit: str) -> AfterValidator:
     """A validator of an amount that is 0 (not asked) or at least `minimum`: a pod asking
     1e-9 of a GPU asks for nothing it could be given."""
 
@@ -280,31 +314,32 @@ MAX_WHATIF_WORK = 2_000_000_000
 """Runs x steps x nodes x workloads of one what-if, the scheduling cycles' cost (about a
 microsecond each: some 30 minutes at most)."""
 
-Pods = whole(ge=1, le=MAX_PODS)
+Pods = Annotated[int, whole(ge=1, le=MAX_PODS)]
 GPUs = Annotated[
+    float,
     number(ge=0, le=MAX_GPUS_PER_POD),
     zero_or_at_least(MIN_GPU_FRACTION, "GPUs"),
     AfterValidator(_gpus_check),
 ]
-CPU = Annotated[number(ge=0, le=MAX_CPU_PER_POD), zero_or_at_least(MIN_CPU, "CPU cores")]
+CPU = Annotated[float, number(ge=0, le=MAX_CPU_PER_POD), zero_or_at_least(MIN_CPU, "CPU cores")]
 Memory = Annotated[
-    number(ge=0, le=MAX_MEMORY_PER_POD), zero_or_at_least(MIN_MEMORY, "GiB of memory")
+    float, number(ge=0, le=MAX_MEMORY_PER_POD), zero_or_at_least(MIN_MEMORY, "GiB of memory")
 ]
-Priority = whole(ge=-PRIORITY_BOUND, le=PRIORITY_BOUND)
-Weight = number(gt=0, le=MAX_WEIGHT)
-BackoffLimit = whole(ge=0, le=MAX_BACKOFF_LIMIT)
-Seconds = whole(ge=0, le=MAX_SECONDS)
-PositiveSeconds = whole(ge=1, le=MAX_SECONDS)
-Duration = number(gt=0, le=MAX_SECONDS)
-Time = number(ge=-MAX_TIME, le=MAX_TIME)
-Amount = number(ge=0, le=MAX_QUOTA)
-QueueWeight = number(ge=0, le=MAX_WEIGHT)
-Rank = whole(ge=-PRIORITY_BOUND, le=PRIORITY_BOUND)
-NodeGPUs = whole(ge=0, le=MAX_NODE_GPUS)
-NodeCPU = number(ge=0, le=MAX_NODE_CPU)
-NodeMemory = number(ge=0, le=MAX_NODE_MEMORY)
-PerCycle = whole(ge=1, le=MAX_PER_CYCLE)
-UsageK = number(ge=0, le=MAX_USAGE_K)
+Priority = Annotated[int, whole(ge=-PRIORITY_BOUND, le=PRIORITY_BOUND)]
+Weight = Annotated[float, number(gt=0, le=MAX_WEIGHT)]
+BackoffLimit = Annotated[int, whole(ge=0, le=MAX_BACKOFF_LIMIT)]
+Seconds = Annotated[int, whole(ge=0, le=MAX_SECONDS)]
+PositiveSeconds = Annotated[int, whole(ge=1, le=MAX_SECONDS)]
+Duration = Annotated[float, number(gt=0, le=MAX_SECONDS)]
+Time = Annotated[float, number(ge=-MAX_TIME, le=MAX_TIME)]
+Amount = Annotated[float, number(ge=0, le=MAX_QUOTA)]
+QueueWeight = Annotated[float, number(ge=0, le=MAX_WEIGHT)]
+Rank = Annotated[int, whole(ge=-PRIORITY_BOUND, le=PRIORITY_BOUND)]
+NodeGPUs = Annotated[int, whole(ge=0, le=MAX_NODE_GPUS)]
+NodeCPU = Annotated[float, number(ge=0, le=MAX_NODE_CPU)]
+NodeMemory = Annotated[float, number(ge=0, le=MAX_NODE_MEMORY)]
+PerCycle = Annotated[int, whole(ge=1, le=MAX_PER_CYCLE)]
+UsageK = Annotated[float, number(ge=0, le=MAX_USAGE_K)]
 
 NAME_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
 Slug = Annotated[str, Field(min_length=1, max_length=63, pattern=NAME_PATTERN)]
@@ -312,23 +347,24 @@ Name = Annotated[str, Field(min_length=1, max_length=200)]
 """A name in a scenario: any non-empty string (names of copied live objects included)."""
 
 
-def name_of(noun: str) -> Any:
-    """A Name that refers to a `noun` (the message says what kind of name is wanted)."""
+def name_of(noun: str) -> BeforeValidator:
+    """A Name that refers to a `noun` (the message says what kind of name is wanted): the
+    metadata of `Annotated[Name, name_of(...)]`."""
 
     def check(value: Any) -> Any:
         if not isinstance(value, str):
             raise rule_error("must be a {noun} name, got {value}", noun=noun, value=show(value))
         return value
 
-    return Annotated[Name, BeforeValidator(check)]
+    return BeforeValidator(check)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f]")
 
 
-def string_map(*, max_entries: int, max_length: int) -> Any:
-    """Names (1 to 253 characters, no control characters) to strings of at most
-    `max_length` characters, at most `max_entries` of them."""
+def string_map(*, max_entries: int) -> BeforeValidator:
+    """Names (1 to 253 characters, no control characters) to strings, at most `max_entries`
+    of them: the metadata of `Annotated[dict[str, <string type>], string_map(...)]`."""
 
     def check(value: Any) -> Any:
         if isinstance(value, dict):
@@ -344,12 +380,13 @@ def string_map(*, max_entries: int, max_length: int) -> Any:
                     )
         return value
 
-    return Annotated[
-        dict[str, Annotated[str, Field(max_length=max_length)]], BeforeValidator(check)
-    ]
+    return BeforeValidator(check)
 
 
-Labels = string_map(max_entries=MAX_LABELS, max_length=MAX_LABEL_LENGTH)
+Labels = Annotated[
+    dict[str, Annotated[str, Field(max_length=MAX_LABEL_LENGTH)]],
+    string_map(max_entries=MAX_LABELS),
+]
 """Label names to label values (strings), like Kubernetes node labels."""
 
 

@@ -15,6 +15,7 @@ from scheduler_core.schemas.base import (
     NodeCPU,
     NodeGPUs,
     NodeMemory,
+    Omittable,
     QueueWeight,
     Rank,
     StrictModel,
@@ -37,8 +38,8 @@ NODE_NAME = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 class _QueueTarget(StrictModel):
     """Names exactly one project or department."""
 
-    project: Name = None
-    department: Name = None
+    project: Omittable[Name] = None
+    department: Omittable[Name] = None
 
     @model_validator(mode="after")
     def _one_owner(self) -> _QueueTarget:
@@ -49,16 +50,20 @@ class _QueueTarget(StrictModel):
     @property
     def owner(self) -> tuple[str, str]:
         """("project" | "department", name)."""
-        return ("project", self.project) if self.project else ("department", self.department)
+        if self.project is not None:
+            return "project", self.project
+        if self.department is not None:
+            return "department", self.department
+        raise AssertionError("_one_owner lets exactly one through")
 
 
 class QuotaChange(_QueueTarget):
     """Deserved quota (>= 0) and limits (null: no limit) of a queue in a pool."""
 
     pool: Name
-    gpus: Amount = None
-    cpu: Amount = None
-    memory: Amount = None
+    gpus: Omittable[Amount] = None
+    cpu: Omittable[Amount] = None
+    memory: Omittable[Amount] = None
     limit_gpus: Amount | None = None
     limit_cpu: Amount | None = None
     limit_memory: Amount | None = None
@@ -77,8 +82,8 @@ class QuotaChange(_QueueTarget):
 class WeightChange(_QueueTarget):
     """A queue's over-quota weight and/or rank."""
 
-    over_quota_weight: QueueWeight = None
-    rank: Rank = None
+    over_quota_weight: Omittable[QueueWeight] = None
+    rank: Omittable[Rank] = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> WeightChange:
@@ -107,10 +112,10 @@ class AddNode(StrictModel):
     name: Annotated[str, Field(pattern=NODE_NAME)]
     pool: Name
     gpus: NodeGPUs
-    cpu: NodeCPU = None
-    memory: NodeMemory = None
-    labels: Labels = None
-    count: whole(ge=1, le=MAX_ADDED_NODES) = None
+    cpu: Omittable[NodeCPU] = None
+    memory: Omittable[NodeMemory] = None
+    labels: Omittable[Labels] = None
+    count: Omittable[Annotated[int, whole(ge=1, le=MAX_ADDED_NODES)]] = None
 
     def names(self) -> list[str]:
         """The names of the nodes it adds."""
@@ -147,9 +152,9 @@ class Changes(StrictModel):
         default_factory=list
     )
     add_nodes: Annotated[list[AddNode], Field(max_length=MAX_CHANGES)] = Field(default_factory=list)
-    remove_nodes: Annotated[list[name_of("node")], Field(max_length=MAX_CHANGES)] = Field(
-        default_factory=list
-    )
+    remove_nodes: Annotated[
+        list[Annotated[Name, name_of("node")]], Field(max_length=MAX_CHANGES)
+    ] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _added_nodes_bounded(self) -> Changes:

@@ -11,6 +11,7 @@ from scheduler_core.engine.snapshot import FAIRSHARE_MODES, PLACEMENTS, POLICIES
 from scheduler_core.schemas.base import (
     MAX_CONSOLIDATION_EVALUATIONS,
     Name,
+    Omittable,
     PerCycle,
     PositiveSeconds,
     Seconds,
@@ -20,48 +21,51 @@ from scheduler_core.schemas.base import (
     whole,
 )
 
-ConsolidationEvaluations = whole(ge=0, le=MAX_CONSOLIDATION_EVALUATIONS)
+ConsolidationEvaluations = Annotated[int, whole(ge=0, le=MAX_CONSOLIDATION_EVALUATIONS)]
+Policy = Annotated[str, one_of(POLICIES)]
+Placement = Annotated[str, one_of(PLACEMENTS)]
+FairshareMode = Annotated[str, one_of(FAIRSHARE_MODES)]
 
 
 class PoolRules(StrictModel):
     """The settings every surface shares; a key left out keeps its value (or FORMAT.md's
     default). max_*_per_cycle null: no bound."""
 
-    policy: one_of(POLICIES) = None
-    placement: one_of(PLACEMENTS) = None
-    preemption: bool = None
-    consolidation: bool = None
-    max_consolidation_evaluations: ConsolidationEvaluations = None
+    policy: Omittable[Policy] = None
+    placement: Omittable[Placement] = None
+    preemption: Omittable[bool] = None
+    consolidation: Omittable[bool] = None
+    max_consolidation_evaluations: Omittable[ConsolidationEvaluations] = None
     max_reclaims_per_cycle: PerCycle | None = None
     max_preemptions_per_cycle: PerCycle | None = None
-    min_guaranteed_runtime: Seconds = None
-    over_quota_weight_from_quota: bool = None
-    fairshare_mode: one_of(FAIRSHARE_MODES) = None
+    min_guaranteed_runtime: Omittable[Seconds] = None
+    over_quota_weight_from_quota: Omittable[bool] = None
+    fairshare_mode: Omittable[FairshareMode] = None
 
 
 class PoolSettings(PoolRules):
     """A live pool's settings as the API and the database hold them (time-based fairshare
     flat), with its description."""
 
-    description: Annotated[str, Field(max_length=255)] = None
-    time_based_window: Seconds = None
-    time_based_half_life: PositiveSeconds = None
-    time_based_k: UsageK = None
+    description: Omittable[Annotated[str, Field(max_length=255)]] = None
+    time_based_window: Omittable[Seconds] = None
+    time_based_half_life: Omittable[PositiveSeconds] = None
+    time_based_k: Omittable[UsageK] = None
 
 
 class TimeBased(StrictModel):
     """Time-based fairshare: usage over `window` seconds, halved every `half_life`,
     weighing `k`."""
 
-    window: Seconds = None
-    half_life: PositiveSeconds = None
-    k: UsageK = None
+    window: Omittable[Seconds] = None
+    half_life: Omittable[PositiveSeconds] = None
+    k: Omittable[UsageK] = None
 
 
 class ScenarioConfig(PoolRules):
     """A scenario's cluster-wide `config:` (every pool's defaults)."""
 
-    time_based: TimeBased = None
+    time_based: Omittable[TimeBased] = None
 
 
 class ScenarioPool(ScenarioConfig):

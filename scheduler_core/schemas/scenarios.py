@@ -22,6 +22,7 @@ from scheduler_core.schemas.base import (
     NodeCPU,
     NodeGPUs,
     NodeMemory,
+    Omittable,
     Priority,
     QueueWeight,
     Rank,
@@ -55,22 +56,22 @@ EVENT_TYPES = (
 class Amounts(StrictModel):
     """GPUs, CPU cores and GiB of memory; a resource left out is not stated."""
 
-    gpus: Amount = None
-    cpu: Amount = None
-    memory: Amount = None
+    gpus: Omittable[Amount] = None
+    cpu: Omittable[Amount] = None
+    memory: Omittable[Amount] = None
 
 
 class ScenarioNode(StrictModel):
     """A node, or `count` alike nodes named name-1 .. name-N."""
 
     name: Name
-    count: whole(ge=1, le=MAX_SCENARIO_NODES) = None
-    pool: Name = None
+    count: Omittable[Annotated[int, whole(ge=1, le=MAX_SCENARIO_NODES)]] = None
+    pool: Omittable[Name] = None
     gpus: NodeGPUs = 0
-    cpu: NodeCPU = None
-    memory: NodeMemory = None
+    cpu: Omittable[NodeCPU] = None
+    memory: Omittable[NodeMemory] = None
     labels: ScenarioLabels | None = None
-    state: one_of(NODE_STATES) = "ready"
+    state: Annotated[str, one_of(NODE_STATES)] = "ready"
 
 
 class ScenarioQueue(StrictModel):
@@ -86,7 +87,7 @@ class ScenarioQueue(StrictModel):
 class ScenarioProject(ScenarioQueue):
     """A project of a department."""
 
-    department: Name = None
+    department: Omittable[Name] = None
 
 
 class ScenarioWorkload(WorkloadShape):
@@ -95,16 +96,18 @@ class ScenarioWorkload(WorkloadShape):
     name: Name
     project: Name
     pools: list[Name] | None = None
-    node_selector: ScenarioLabels | None = None
+    # A scenario may write `node_selector: null` (no selector), which a live submission
+    # refuses: the one key whose type is wider here than in the shape it extends.
+    node_selector: ScenarioLabels | None = None  # type: ignore[assignment]
     submitted_at: Time = 0.0
-    duration: number(ge=0, le=MAX_SECONDS) = None
+    duration: Omittable[Annotated[float, number(ge=0, le=MAX_SECONDS)]] = None
 
 
 class InitialWorkload(ScenarioWorkload):
     """A workload present at time 0, possibly running already."""
 
     running_on: list[Any] | None = None
-    started_at: Time = None
+    started_at: Omittable[Time] = None
 
     @model_validator(mode="after")
     def _started_needs_running(self) -> InitialWorkload:
@@ -121,39 +124,39 @@ class SetPriority(StrictModel):
 
 
 class _QueueEvent(StrictModel):
-    project: Name = None
-    department: Name = None
+    project: Omittable[Name] = None
+    department: Omittable[Name] = None
 
 
 class SetQuota(_QueueEvent):
     """A queue's deserved quota in a pool."""
 
-    pool: Name = None
-    gpus: Amount = None
-    cpu: Amount = None
-    memory: Amount = None
+    pool: Omittable[Name] = None
+    gpus: Omittable[Amount] = None
+    cpu: Omittable[Amount] = None
+    memory: Omittable[Amount] = None
 
 
 class SetWeight(_QueueEvent):
     """A workload's weight, or a queue's over-quota weight."""
 
-    workload: Name = None
-    weight: Weight = None
-    over_quota_weight: QueueWeight = None
+    workload: Omittable[Name] = None
+    weight: Omittable[Weight] = None
+    over_quota_weight: Omittable[QueueWeight] = None
 
 
 class ScenarioEvent(StrictModel):
     """One event: exactly one of its keys."""
 
-    submit: ScenarioWorkload = None
-    finish: Name = None
-    fail: Name = None
-    delete: Name = None
-    set_priority: SetPriority = None
-    set_quota: SetQuota = None
-    set_weight: SetWeight = None
-    node_down: Name = None
-    node_up: Name = None
+    submit: Omittable[ScenarioWorkload] = None
+    finish: Omittable[Name] = None
+    fail: Omittable[Name] = None
+    delete: Omittable[Name] = None
+    set_priority: Omittable[SetPriority] = None
+    set_quota: Omittable[SetQuota] = None
+    set_weight: Omittable[SetWeight] = None
+    node_down: Omittable[Name] = None
+    node_up: Omittable[Name] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -193,7 +196,7 @@ class Expect(StrictModel):
     preempted: list[Any] | None = None
     moved: list[Any] | None = None
     only: bool = False
-    pods: dict[str, whole(ge=0, le=1_000_000)] | None = None
+    pods: dict[str, Annotated[int, whole(ge=0, le=1_000_000)]] | None = None
     allocated: dict[str, dict[str, Amounts]] | None = None
     fairshare: dict[str, dict[str, Amounts]] | None = None
 
@@ -201,7 +204,7 @@ class Expect(StrictModel):
 class ScenarioStep(StrictModel):
     """A point in simulated time: events, then scheduling, then `expect`."""
 
-    at: number(ge=0, le=MAX_SCENARIO_TIME)
+    at: Annotated[float, number(ge=0, le=MAX_SCENARIO_TIME)]
     events: Annotated[list[ScenarioEvent], Field(max_length=MAX_EVENTS_PER_STEP)] | None = None
     expect: Expect | None = None
 

@@ -17,6 +17,7 @@ from scheduler_core.schemas.base import (
     GPUs,
     Labels,
     Memory,
+    Omittable,
     Pods,
     Priority,
     Slug,
@@ -59,9 +60,9 @@ class PodGroup(StrictModel):
     """Identical pods of a workload: `pods` wanted, at least `min_pods` started together
     (default: all of them, a strict gang), each asking gpus, cpu cores and GiB of memory."""
 
-    name: Slug = None
+    name: Omittable[Slug] = None
     pods: Pods = 1
-    min_pods: Pods = None
+    min_pods: Omittable[Pods] = None
     gpus: GPUs = 0.0
     cpu: CPU = 0.0
     memory: Memory = 0.0
@@ -83,15 +84,15 @@ class WorkloadShape(StrictModel):
     preemptibility), its pods, either flat (pods, min_pods, gpus, cpu, memory: one group)
     or as several `groups`, where its pods may go and how it is weighed and restarted."""
 
-    kind: one_of(KINDS) = "training"
-    priority: Priority = None
-    preemptible: bool = None
-    pods: Pods = None
-    min_pods: Pods = None
-    gpus: GPUs = None
-    cpu: CPU = None
-    memory: Memory = None
-    groups: Annotated[list[PodGroup], Field(max_length=MAX_GROUPS)] = None
+    kind: Annotated[str, one_of(KINDS)] = "training"
+    priority: Omittable[Priority] = None
+    preemptible: Omittable[bool] = None
+    pods: Omittable[Pods] = None
+    min_pods: Omittable[Pods] = None
+    gpus: Omittable[GPUs] = None
+    cpu: Omittable[CPU] = None
+    memory: Omittable[Memory] = None
+    groups: Omittable[Annotated[list[PodGroup], Field(max_length=MAX_GROUPS)]] = None
     node_selector: Labels = Field(default_factory=dict)
     weight: Weight = 1.0
     backoff_limit: BackoffLimit | None = None
@@ -171,21 +172,21 @@ class WorkloadShape(StrictModel):
         return kind_defaults(self.kind, priority=self.priority, preemptible=self.preemptible)
 
 
-Command = (
-    Annotated[str, Field(max_length=4096)]
-    | Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=256)]
-)
+SpecText = Annotated[str, Field(max_length=4096)]
+Command = SpecText | Annotated[list[SpecText], Field(max_length=256)]
 """A command line (as the console sends it) or its words (as API clients often do)."""
+Env = Annotated[dict[str, SpecText], string_map(max_entries=256)]
+"""Environment variables the runtime sets: names to values."""
 
 
 class RuntimeSpec(StrictModel):
     """What the runtime needs to run a workload."""
 
-    image: Annotated[str, Field(max_length=255)] = None
-    command: Command = None
-    env: string_map(max_entries=256, max_length=4096) = None
-    duration: Duration = None
-    checkpoint_every: number(ge=0, le=MAX_SECONDS) = None
+    image: Omittable[Annotated[str, Field(max_length=255)]] = None
+    command: Omittable[Command] = None
+    env: Omittable[Env] = None
+    duration: Omittable[Duration] = None
+    checkpoint_every: Omittable[Annotated[float, number(ge=0, le=MAX_SECONDS)]] = None
 
 
 class WorkloadSubmission(WorkloadShape):

@@ -1,10 +1,17 @@
-"""Event feeds: the live events page, a workload's timeline, recent preemptions."""
+"""Event feeds: the live events page, a workload's timeline, recent preemptions.
+
+Events are read as their viewer may see them (live_events.other_side): call
+`events_as_seen_by` on what a page shows."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db.models import QuerySet
 
+from scheduler_core import access
 from scheduler_core.choices import EventType
+from scheduler_core.live_events.other_side import as_seen_by, names_another_project
 from scheduler_core.models import SchedulingEvent, Workload
 
 
@@ -16,9 +23,10 @@ def event_feed(
     pool_id: int | None = None,
     workload_id: int | None = None,
 ) -> QuerySet[SchedulingEvent]:
-    """Newest first, filtered by access and by what the user picked (1 query when sliced)."""
+    """Newest first, filtered by access and by what the user picked (1 query when sliced).
+    Pass what is shown through `events_as_seen_by`."""
     qs = SchedulingEvent.objects.visible_to(user).select_related(
-        "workload", "project", "pool", "node"
+        "workload", "project", "department", "pool", "node"
     )
     if types:
         qs = qs.filter(type__in=types)
@@ -31,15 +39,35 @@ def event_feed(
     return qs.order_by("-created_at", "-id")
 
 
+def events_as_seen_by(events: Iterable[SchedulingEvent], user) -> list[SchedulingEvent]:
+    """`events` (read for display, never saved) with what they say about another project's
+    workload left out where `user` may not see that project: one query at most, and none
+    unless an event names another project."""
+    events = list(events)
+    naming = [e for e in events if names_another_project(e.type, e.project_id, e.details)]
+    if naming:
+        project_ids = access.visible_project_ids(user)
+        for event in naming:
+            event.reason, event.details = as_seen_by(
+                project_ids,
+                type=event.type,
+                project_id=event.project_id,
+                reason=event.reason,
+                details=event.details,
+            )
+    return events
+
+
 def recent_preemptions(*, user, limit: int = 8) -> list[SchedulingEvent]:
     """The last preemptions the user may see, with why."""
-    return list(event_feed(user=user, types=[EventType.PREEMPTED])[:limit])
+    return events_as_seen_by(event_feed(user=user, types=[EventType.PREEMPTED])[:limit], user)
 
 
-def workload_timeline(workload: Workload) -> list[SchedulingEvent]:
+def workload_timeline(workload: Workload, *, user) -> list[SchedulingEvent]:
     """A workload's events, oldest first (callers check the user may see the workload)."""
-    return list(
+    return events_as_seen_by(
         SchedulingEvent.objects.filter(workload=workload)
         .select_related("pool", "node")
-        .order_by("created_at", "id")
+        .order_by("created_at", "id"),
+        user,
     )

@@ -9,7 +9,7 @@ from django.db import transaction
 from scheduler_core.choices import EventType
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
-from scheduler_core.models import NodePool, Project, Quota
+from scheduler_core.models import Department, NodePool, Project, Quota
 from scheduler_core.models.queue_owner import QueueOwner
 from scheduler_core.services.errors import FieldErrors, require_non_negative
 from scheduler_core.services.org import require_admin_above
@@ -84,6 +84,7 @@ def queue_owner_set_quota(
         event_record(
             type=EventType.QUOTA_CHANGED,
             project=owner if isinstance(owner, Project) else None,
+            department=owner if isinstance(owner, Department) else None,
             pool=pool,
             reason=f"quota of {owner} in pool {pool}: {quota.gpus:g} GPUs"
             + (f", limit {quota.limit_gpus:g}" if quota.limit_gpus is not None else "")

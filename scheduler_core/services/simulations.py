@@ -38,6 +38,7 @@ from scheduler_core.whatif.changes import is_empty, validate_changes
 from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects
 from scheduler_core.whatif.export import scenario_from_live_cluster
 from scheduler_core.whatif.runner import PREVIEW_STEPS, STEPS_PER_RUN, run_whatif
+from scheduler_core.whatif.scenarios.nesting import NestingTooDeep, parse_bounded
 
 logger = logging.getLogger(__name__)
 
@@ -178,12 +179,14 @@ def parse_scenario_text(text: Any) -> dict[str, Any]:
             {"scenario_text": [f"at most {MAX_SCENARIO_CHARS} characters, got {len(text)}"]}
         )
     try:
-        data = yaml.safe_load(text)
+        data = parse_bounded(lambda: yaml.safe_load(text))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ValidationError({"scenario_text": [f"{SCENARIO_FILE}: {where}{problem}"]}) from None
+    except NestingTooDeep as exc:
+        raise ValidationError({"scenario_text": [f"{SCENARIO_FILE}: {exc}"]}) from None
     if not isinstance(data, dict):
         raise ValidationError(
             {"scenario_text": [f"{SCENARIO_FILE}: must be a mapping with pools, nodes, ..."]}

@@ -70,7 +70,7 @@ class WorkloadRequest:
         """The shape it asks for, checked (raises SchemaInvalid)."""
         if self.checked is not None:
             return self.checked
-        stated = {
+        stated: dict[str, Any] = {
             "kind": self.kind,
             "priority": self.priority,
             "preemptible": self.preemptible,

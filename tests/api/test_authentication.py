@@ -149,3 +149,49 @@ def _basic(username: str, password: str) -> str:
     import base64
 
     return base64.b64encode(f"{username}:{password}".encode()).decode()
+
+
+@pytest.fixture
+def sign_in_limits(settings):
+    settings.SIGN_IN_FAILURES_PER_USERNAME = 3
+    settings.SIGN_IN_FAILURES_PER_ADDRESS = 5
+    settings.SIGN_IN_FAILURE_WINDOW = 600
+
+
+def _token_with_password(username: str, password: str, address: str = "10.0.0.1"):
+    client = APIClient(REMOTE_ADDR=address)
+    client.credentials(HTTP_AUTHORIZATION="Basic " + _basic(username, password))
+    return client.post("/api/v1/tokens/", {"name": f"t-{password}"}, format="json")
+
+
+def test_password_guessing_on_tokens_is_429_per_username(cluster, sign_in_limits):
+    for _ in range(3):
+        assert _token_with_password("alice", "wrong").status_code == 401
+    response = _token_with_password("alice", "pw-12345678")  # even the right one now
+    assert response.status_code == 429
+    body = response.json()
+    assert body["error"] == "too_many_sign_in_failures"
+    assert "try again in" in body["detail"]
+    assert 0 < body["retry_after"] <= 600
+    assert response["Retry-After"] == str(body["retry_after"])
+    assert not ApiToken.objects.filter(user=cluster["researcher"]).exists()
+    # another user from another address is not locked out by alice's guesses
+    assert _token_with_password("bob", "pw-12345678", address="10.0.0.2").status_code == 201
+
+
+def test_password_guessing_on_tokens_is_429_per_address(cluster, sign_in_limits):
+    for i in range(5):
+        assert _token_with_password(f"user-{i}", "wrong").status_code == 401
+    assert _token_with_password("alice", "pw-12345678").status_code == 429
+    assert _token_with_password("alice", "pw-12345678", address="10.0.0.9").status_code == 201
+
+
+def test_the_lockout_ends_with_its_window(cluster, sign_in_limits, settings, monkeypatch):
+    import time
+
+    for _ in range(3):
+        _token_with_password("alice", "wrong")
+    assert _token_with_password("alice", "pw-12345678").status_code == 429
+    later = time.time() + 600
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert _token_with_password("alice", "pw-12345678").status_code == 201

@@ -95,6 +95,38 @@ def test_bad_json_is_a_malformed_request(admin_api):
     assert_error(response, 400, "malformed_request")
 
 
+@pytest.mark.parametrize("depth", [33, 960, 100_000])
+@pytest.mark.parametrize(
+    "path", [WORKLOADS, f"{WORKLOADS}bulk/", "/api/v1/simulations/", "/api/v1/tokens/"]
+)
+def test_deeply_nested_json_is_a_malformed_request(admin_api, path, depth):
+    body = '{"name": "deep", "spec": ' + "[" * depth + "]" * depth + "}"
+    response = admin_api.post(path, body, content_type="application/json")
+    body = assert_error(response, 400, "malformed_request")
+    assert "nested more than 32 levels" in body["detail"]
+    assert not Workload.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pools: " + "[" * 10_000 + "]" * 10_000,
+        '{"pools": ' + "[" * 10_000 + "]" * 10_000 + "}",
+        "pools:\n" + "".join(f"{'  ' * i}- a:\n" for i in range(40)),
+        "a: &a [*a]\npools: *a",
+    ],
+    ids=["yaml-flow", "json", "yaml-block", "yaml-alias-to-itself"],
+)
+def test_a_deeply_nested_scenario_is_400_naming_scenario_text(admin_api, text):
+    response = admin_api.post(
+        "/api/v1/simulations/",
+        {"name": "deep", "source": "scenario", "scenario_text": text},
+        format="json",
+    )
+    body = assert_error(response, 400, "validation_failed", "scenario_text")
+    assert "nested more than 32 levels" in body["fields"]["scenario_text"][0]
+
+
 def test_a_list_where_an_object_belongs(admin_api):
     response = admin_api.post(WORKLOADS, [1, 2], format="json")
     assert_error(response, 400, "validation_failed", "non_field_errors")
@@ -225,10 +257,27 @@ def test_bad_event_query_parameters_are_400(admin_api, query):
         "/api/v1/projects/nope/",
         "/api/v1/nowhere/",
         "/api/v2/workloads/",
+        "/api/v1/work%0Aloads/",
+        "/api/v1/workloads/%0A",
+        "/api/%0A",
     ],
 )
 def test_unknown_resources_and_routes_are_json_404(admin_api, path):
     assert_error(admin_api.get(path), 404, "not_found")
+
+
+@pytest.mark.parametrize(
+    ("path", "parameter"),
+    [
+        ("/api/v1/events/?until=", "until"),
+        ("/api/v1/workloads/?project=", "project"),
+        ("/api/v1/nodes/?state=", "state"),
+        ("/api/v1/quotas/?pool=", "pool"),
+    ],
+)
+def test_a_parameter_sent_empty_is_400_naming_it(admin_api, path, parameter):
+    body = assert_error(admin_api.get(path), 400, "validation_failed", parameter)
+    assert "must not be empty" in body["fields"][parameter][0]
 
 
 def test_method_not_allowed_has_the_shape(admin_api):

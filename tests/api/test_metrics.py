@@ -10,6 +10,16 @@ from scheduler_core.services.quotas import queue_owner_set_quota
 
 pytestmark = pytest.mark.django_db
 
+SCRAPE_TOKEN = "scrape-me-0123456789"
+
+
+@pytest.fixture
+def scraper(client, settings):
+    """The test client sending the metrics scrape token."""
+    settings.METRICS_TOKEN = SCRAPE_TOKEN
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {SCRAPE_TOKEN}"
+    return client
+
 
 def _samples(response) -> dict[tuple[str, tuple], float]:
     out = {}
@@ -31,8 +41,8 @@ def busy_cluster(cluster, submit):
     return cluster
 
 
-def test_metrics_show_cycles_queues_workloads_and_preemptions(busy_cluster, client):
-    response = client.get("/metrics")
+def test_metrics_show_cycles_queues_workloads_and_preemptions(busy_cluster, scraper):
+    response = scraper.get("/metrics")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     m = _samples(response)
@@ -51,19 +61,60 @@ def test_metrics_show_cycles_queues_workloads_and_preemptions(busy_cluster, clie
 
 
 def test_metrics_take_the_same_queries_whatever_the_size(
-    busy_cluster, client, submit, django_assert_num_queries
+    busy_cluster, scraper, submit, django_assert_num_queries
 ):
     with django_assert_num_queries(5):
-        client.get("/metrics")
+        scraper.get("/metrics")
     for i in range(5):
         submit("infra", f"more-{i}", gpus=1)
     run_cycle()
     with django_assert_num_queries(5):
-        client.get("/metrics")
+        scraper.get("/metrics")
 
 
-def test_metrics_can_require_authentication(cluster, client, settings):
-    settings.METRICS_REQUIRE_AUTH = True
-    assert client.get("/metrics").status_code == 401
-    client.force_login(cluster["viewer"])
-    assert client.get("/metrics").status_code == 200
+@pytest.mark.parametrize(
+    ("authorization", "status", "error"),
+    [
+        (None, 401, "not_authenticated"),
+        ("Bearer wrong-scrape-token", 401, "authentication_failed"),
+        ("Bearer fw_not-a-real-token", 401, "authentication_failed"),
+        (f"Bearer {SCRAPE_TOKEN}", 200, None),
+        (f"bearer {SCRAPE_TOKEN}", 200, None),
+    ],
+)
+def test_metrics_need_credentials_or_the_scrape_token(
+    cluster, client, settings, authorization, status, error
+):
+    settings.METRICS_TOKEN = SCRAPE_TOKEN
+    headers = {"HTTP_AUTHORIZATION": authorization} if authorization else {}
+    response = client.get("/metrics", **headers)
+    assert response.status_code == status
+    if error:
+        assert response.json()["error"] == error
+        assert "vision" not in response.content.decode()
+    if status == 401:
+        assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_without_a_scrape_token_setting_no_bearer_value_opens_the_metrics(client, settings, db):
+    settings.METRICS_TOKEN = ""
+    for value in ("Bearer ", "Bearer", "Bearer  "):
+        assert client.get("/metrics", HTTP_AUTHORIZATION=value).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("role", "status"), [("admin", 200), ("dept_admin", 403), ("researcher", 403), ("viewer", 403)]
+)
+def test_only_system_admins_read_the_metrics_with_their_session_or_token(
+    cluster, client, token_client, role, status
+):
+    client.force_login(cluster[role])
+    response = client.get("/metrics")
+    assert response.status_code == status
+    if status == 403:
+        assert response.json() == {
+            "error": "permission_denied",
+            "detail": "only system admins read the metrics",
+        }
+    client.logout()
+    assert token_client(cluster[role]).get("/metrics").status_code == status

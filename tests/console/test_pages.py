@@ -18,6 +18,8 @@ PAGES = [
     "nodes_live",
     "events",
     "tokens",
+    "pools",
+    "org",
 ]
 SUBMITTERS = {"admin", "dept_admin", "researcher", "nlp_researcher"}
 ADMINS = {"admin", "dept_admin"}
@@ -50,10 +52,10 @@ def test_anonymous_users_are_sent_to_sign_in(db, client, name):
 @pytest.mark.parametrize(
     ("role", "visible", "hidden"),
     [
-        ("admin", ["Quotas", "Simulations", "Submit"], []),
-        ("dept_admin", ["Quotas", "Simulations", "Submit"], []),
-        ("researcher", ["Submit"], ["Quotas", "Simulations"]),
-        ("viewer", [], ["Quotas", "Simulations", "Submit"]),
+        ("admin", ["Quotas", "Simulations", "Submit", "Organisation", "Django admin"], []),
+        ("dept_admin", ["Quotas", "Simulations", "Submit", "Organisation"], ["Django admin"]),
+        ("researcher", ["Submit", "Organisation", "Pools"], ["Quotas", "Simulations"]),
+        ("viewer", ["Organisation", "Pools"], ["Quotas", "Simulations", "Submit"]),
     ],
 )
 def test_navigation_shows_only_what_the_role_may_use(client_for, role, visible, hidden):

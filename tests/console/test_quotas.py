@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 
 from scheduler_core.models import Quota, Simulation
+from tests import factories
 
 
 def row_url(name, kind, owner, pool):
@@ -14,7 +15,7 @@ def row_url(name, kind, owner, pool):
 
 def row_data(kind, owner, pool, **values):
     prefix = f"{kind}-{owner.pk}-{pool.pk}"
-    base = {"gpus": 8, "limit_gpus": "", "over_quota_weight": 1, "rank": 0}
+    base = {"gpus": 8, "limit_gpus": ""}
     base.update(values)
     return {f"{prefix}-{k}": v for k, v in base.items()}
 
@@ -36,47 +37,60 @@ def test_department_admin_sees_only_their_department_and_cannot_edit_it(client_f
     assert "<input" not in dept_row and "system admins" in dept_row
 
 
-def test_saving_a_row_changes_quota_limit_weight_and_rank(client_for, cluster):
+def test_saving_a_row_changes_its_quota_and_limit(client_for, cluster):
     vision, pool = cluster["vision"], cluster["pool"]
     response = client_for("dept_admin").post(
         row_url("quota_save", "project", vision, pool),
-        row_data("project", vision, pool, gpus=6, limit_gpus=10, over_quota_weight=2, rank=1),
+        row_data("project", vision, pool, gpus=6, limit_gpus=10),
         **HTMX,
     )
     assert response.status_code == 200
     assert "Saved." in response.content.decode()
     quota = Quota.objects.get(project=vision, pool=pool)
-    vision.refresh_from_db()
     assert (quota.gpus, quota.limit_gpus) == (6, 10)
-    assert (vision.over_quota_weight, vision.rank) == (2, 1)
+
+
+def test_a_pool_row_does_not_undo_the_owners_weight_set_elsewhere(client_for, cluster):
+    """The h100 row's Save once put back the weight saved from the a100 row: rank and weight
+    are the owner's, edited on its page, and no quota row carries them."""
+    vision, a100 = cluster["vision"], cluster["pool"]
+    h100 = factories.pool("h100")
+    client = client_for("dept_admin")
+    page = client.get(reverse("console:quotas")).content.decode()
+    h100_row = page.split('data-quota-row="project-vision-h100"', 1)[1].split("</tr>", 1)[0]
+    assert "over_quota_weight" not in h100_row and "rank 0 · weight 1" in h100_row
+    client.post(
+        reverse("console:owner_settings", args=["project", vision.pk]),
+        {"rank": 2, "over_quota_weight": 3, "description": ""},
+    )
+    client.post(
+        row_url("quota_save", "project", vision, h100),
+        row_data("project", vision, h100, gpus=2, over_quota_weight=1, rank=0),
+        **HTMX,
+    )
+    vision.refresh_from_db()
+    assert (vision.rank, vision.over_quota_weight) == (2, 3)
+    assert Quota.objects.get(project=vision, pool=h100).gpus == 2
+    assert Quota.objects.get(project=vision, pool=a100).gpus == 8
+
+
+def test_every_bar_is_drawn_on_the_largest_figure_of_the_page(client_for, cluster, queue_state):
+    html = client_for("admin").get(reverse("console:quotas")).content.decode()
+    # research's deserved 12 is the largest figure: infra's 4 deserved is a third of it
+    assert "one scale, 0 to 12 GPUs" in html
+    infra_row = html.split('data-quota-row="project-infra-a100"', 1)[1].split("</tr>", 1)[0]
+    assert "left: calc(33.3% - 1px)" in infra_row
 
 
 def test_service_errors_come_back_in_the_row_and_nothing_is_saved(client_for, cluster):
     vision, pool = cluster["vision"], cluster["pool"]
     response = client_for("admin").post(
         row_url("quota_save", "project", vision, pool),
-        row_data("project", vision, pool, gpus=6, limit_gpus=4, over_quota_weight=3),
+        row_data("project", vision, pool, gpus=6, limit_gpus=4),
         **HTMX,
     )
     html = response.content.decode()
     assert "the limit (4) must be at least the deserved quota (6)" in html
-    assert Quota.objects.get(project=vision, pool=pool).gpus == 8
-    vision.refresh_from_db()
-    assert vision.over_quota_weight == 1
-
-
-def test_negative_weight_is_refused_next_to_the_field(client_for, cluster):
-    vision, pool = cluster["vision"], cluster["pool"]
-    html = (
-        client_for("admin")
-        .post(
-            row_url("quota_save", "project", vision, pool),
-            row_data("project", vision, pool, over_quota_weight=-1),
-            **HTMX,
-        )
-        .content.decode()
-    )
-    assert "must be a number of 0 or more" in html
     assert Quota.objects.get(project=vision, pool=pool).gpus == 8
 
 
@@ -118,14 +132,14 @@ def test_what_if_starts_a_live_simulation_of_the_edited_row(client_for, cluster)
     vision, pool = cluster["vision"], cluster["pool"]
     response = client_for("admin").post(
         row_url("quota_whatif", "project", vision, pool),
-        row_data("project", vision, pool, gpus=2, over_quota_weight=3),
+        row_data("project", vision, pool, gpus=2),
         **HTMX,
     )
     simulation = Simulation.objects.get()
     assert simulation.source == "live"
-    assert simulation.changes["quotas"][0]["project"] == "vision"
-    assert simulation.changes["quotas"][0]["gpus"] == 2
-    assert simulation.changes["weights"][0]["over_quota_weight"] == 3
+    assert simulation.changes == {
+        "quotas": [{"project": "vision", "pool": "a100", "gpus": 2, "limit_gpus": None}]
+    }
     html = response.content.decode()
     assert f'data-live-groups="simulation-{simulation.pk}"' in html
     assert Quota.objects.get(project=vision, pool=pool).gpus == 8  # nothing saved

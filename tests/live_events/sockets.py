@@ -24,3 +24,21 @@ async def subscribe(ws, groups: list[str], action: str = "subscribe") -> dict:
     """Send a (un)subscribe message and return the server's answer."""
     await ws.send_json_to({"action": action, "groups": groups})
     return await ws.receive_json_from(timeout=TIMEOUT)
+
+
+async def browser_socket(browser):
+    """A connected websocket of a signed-in test Client (its session cookie), through the
+    real ASGI stack: session and auth middleware, origin check."""
+    from channels.testing import WebsocketCommunicator
+
+    from config.asgi import application
+
+    cookie = f"sessionid={browser.cookies['sessionid'].value}"
+    ws = WebsocketCommunicator(
+        application,
+        "/ws/events/",
+        headers=[(b"cookie", cookie.encode()), (b"origin", b"http://testserver")],
+    )
+    connected, _ = await ws.connect(timeout=TIMEOUT)
+    assert connected
+    return ws

@@ -13,7 +13,7 @@ from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.models import ProjectMembership
 from tests import factories
-from tests.live_events.sockets import TIMEOUT, connect, run, subscribe
+from tests.live_events.sockets import TIMEOUT, browser_socket, connect, run, subscribe
 
 # The consumer reads the database from its own sync threads, which must see committed rows.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -50,21 +50,10 @@ def test_inactive_users_are_closed_with_4401(cluster, open_socket):
 
 
 def test_a_logged_in_browser_session_connects_through_the_real_asgi_stack(cluster, client):
-    from channels.testing import WebsocketCommunicator
-
-    from config.asgi import application
-
     client.force_login(cluster["researcher"])
-    cookie = f"sessionid={client.cookies['sessionid'].value}"
 
     async def body():
-        ws = WebsocketCommunicator(
-            application,
-            "/ws/events/",
-            headers=[(b"cookie", cookie.encode()), (b"origin", b"http://testserver")],
-        )
-        connected, _ = await ws.connect(timeout=TIMEOUT)
-        assert connected
+        ws = await browser_socket(client)
         reply = await subscribe(ws, ["cluster", f"project-{cluster['vision'].pk}"])
         assert reply["type"] == "subscribed"
         assert reply["denied"] == []

@@ -54,15 +54,15 @@ def test_the_seed_folder_exists_and_is_not_empty(seeds: Path) -> None:
 
 @pytest.mark.parametrize("path", _seed_params())
 def test_seed_passes(seeds: Path, path: Path) -> None:
-    results = run_scenario(load_scenario(path))
-    failures = [f"step {r.step}: {line}" for r in results for line in r.failures]
+    run = run_scenario(load_scenario(path))
+    failures = [f"step {f.step}: {f.line}" for f in run.failures]
     assert not failures, "\n".join(failures)
 
 
 @pytest.mark.parametrize("path", _files(OURS), ids=lambda p: p.stem)
 def test_our_scenario_passes(path: Path) -> None:
-    results = run_scenario(load_scenario(path))
-    failures = [f"step {r.step}: {line}" for r in results for line in r.failures]
+    run = run_scenario(load_scenario(path))
+    failures = [f"step {f.step}: {f.line}" for f in run.failures]
     assert not failures, "\n".join(failures)
 
 
@@ -104,3 +104,13 @@ def test_on_step_reports_progress(seeds: Path) -> None:
         load_scenario(seeds / "gang-all-or-nothing.yaml"), on_step=lambda r: seen.append(r.step)
     )
     assert seen == [0, 1]
+
+
+def test_json_says_why_a_running_elastic_workload_does_not_grow(seeds: Path) -> None:
+    out = StringIO()
+    call_command("simulate", str(seeds / "elastic-shrink-expand.yaml"), "--json", stdout=out)
+    second = json.loads(out.getvalue().splitlines()[1])
+    assert second["workloads"]["elastic"]["reason"].startswith(
+        "runs 4 of its 8 pods and does not grow: "
+    )
+    assert "reason" not in second["workloads"]["urgent"]

@@ -1,6 +1,9 @@
-"""Expand: running elastic workloads grow one pod at a time into free capacity, the
-best queue (fairshare order) first. Shrinking is part of reclaim and preempt, which
-take pods from elastic workloads before they evict anything whole."""
+"""Expand: running elastic workloads grow one pod at a time into free capacity. Every
+workload already has its minimum (allocate starts gangs at their minimum); the extra
+pods go one at a time to the best queue (fairshare order) and, within it, to the
+workload with the fewest pods above its minimum (priority, then age, break ties).
+Shrinking is part of reclaim and preempt, which take pods from elastic workloads
+before they evict anything whole."""
 
 from __future__ import annotations
 
@@ -8,50 +11,75 @@ import heapq
 
 from scheduler_core.engine.actions.common import next_pod, quota_pools, try_start
 from scheduler_core.engine.framework.session import Session
-from scheduler_core.engine.framework.state import WorkloadState
+from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
+from scheduler_core.engine.placement import describe_misfit
+from scheduler_core.engine.reasons import gave_up_pods
+
+GrowKey = tuple[tuple[object, ...], int, tuple[float, ...]]
+"""Order of growing workloads (smaller first): queue order with the next pod, pods
+above the minimum, job order."""
+
+
+def _grow_key(session: Session, w: WorkloadState, pool: str, one: dict[str, int]) -> GrowKey:
+    return (session.queue_key(w, pool, list(w.request_of(one))), w.extra_pods(), session.job_key(w))
 
 
 def expand(session: Session) -> None:
-    """Grow elastic workloads while pods fit, limits and quotas allow."""
+    """Grow elastic workloads while pods fit, limits and quotas allow; say why each one
+    that stays below its pods does not grow."""
     for pool in quota_pools(session):
-        growing = [
-            w
-            for w in session.running_by_pool[pool.name].values()
-            if w.missing_pods() > 0 and not w.evicted and len(w.pods) >= len(w.initial_pods)
-        ]
-        if not growing:
+        growing: list[WorkloadState] = []
+        for w in session.running_by_pool[pool.name].values():
+            if w.missing_pods() <= 0:
+                continue
+            if w.evicted or len(w.pods) < len(w.initial_pods):
+                _not_growing(session, w, pool.name, "capacity", gave_up_pods(w))
+            else:
+                growing.append(w)
+        if growing:
+            _grow(session, pool, growing)
+
+
+def _grow(session: Session, pool: PoolIndex, growing: list[WorkloadState]) -> None:
+    """Hand out pods one at a time, always to the first workload in GrowKey order."""
+    name = pool.name
+    heap: list[tuple[GrowKey, int, WorkloadState]] = []
+    for seq, w in enumerate(growing):
+        one = next_pod(w)
+        assert one is not None
+        heap.append((_grow_key(session, w, name, one), seq, w))
+    heapq.heapify(heap)
+    seq = len(heap)
+    while heap:
+        _, _, w = heapq.heappop(heap)
+        one = next_pod(w)
+        if one is None:
             continue
-        heap: list[tuple[tuple[object, ...], tuple[float, ...], int, WorkloadState]] = []
-        for i, w in enumerate(growing):
-            one = next_pod(w)
-            assert one is not None
-            extra = list(w.request_of(one))
-            heap.append((session.queue_key(w, pool.name, extra), session.job_key(w), i, w))
-        heapq.heapify(heap)
-        seq = len(heap)
-        while heap:
-            _, _, _, w = heapq.heappop(heap)
-            one = next_pod(w)
-            if one is None:
-                continue
-            extra = list(w.request_of(one))
-            fresh = session.queue_key(w, pool.name, extra)
-            if heap and (fresh, session.job_key(w)) > heap[0][:2]:
-                # other queues' keys only get worse as pods are added: re-check lazily
-                seq += 1
-                heapq.heappush(heap, (fresh, session.job_key(w), seq, w))
-                continue
-            if session.admission_problem(w, pool.name, extra) is not None:
-                continue
-            stmt = session.statement()
-            if not try_start(session, stmt, w, pool, one):
-                stmt.discard()
-                continue
-            stmt.commit()
-            nxt = next_pod(w)
-            if nxt is not None:
-                seq += 1
-                extra = list(w.request_of(nxt))
-                heapq.heappush(
-                    heap, (session.queue_key(w, pool.name, extra), session.job_key(w), seq, w)
-                )
+        fresh = _grow_key(session, w, name, one)
+        if heap and fresh > heap[0][0]:
+            # keys only get worse as pods are added: re-check lazily
+            seq += 1
+            heapq.heappush(heap, (fresh, seq, w))
+            continue
+        extra = list(w.request_of(one))
+        problem = session.admission_problem(w, name, extra)
+        if problem is not None:
+            _not_growing(session, w, name, *problem)
+            continue
+        stmt = session.statement()
+        if not try_start(session, stmt, w, pool, one):
+            stmt.discard()
+            _not_growing(session, w, name, "capacity", describe_misfit(pool, w, one))
+            continue
+        stmt.commit()
+        nxt = next_pod(w)
+        if nxt is not None:
+            seq += 1
+            heapq.heappush(heap, (_grow_key(session, w, name, nxt), seq, w))
+
+
+def _not_growing(session: Session, w: WorkloadState, pool: str, kind: str, text: str) -> None:
+    """Record why `w` does not get its next pod, unless reclaim or preempt already said
+    why they could not make room for it this cycle (theirs is the fuller answer)."""
+    if pool not in session.reasons.get(w.id, {}):
+        session.set_reason(w, pool, kind, text)

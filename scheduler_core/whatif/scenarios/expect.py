@@ -46,19 +46,19 @@ def check_expect(expect: Expect, result: StepResult, scenario: Scenario) -> list
         if extra:
             problems.append(f"running (only): not expected to run: {', '.join(extra)}")
     if expect.pods is not None:
-        for n, want in expect.pods.items():
+        for n, pods in expect.pods.items():
             got = result.workloads.get(n, {}).get("pods", 0)
-            if got != want:
-                problems.append(f"pods: expected {n} to run {want} pods, it runs {got}")
+            if got != pods:
+                problems.append(f"pods: expected {n} to run {pods} pods, it runs {got}")
     for key, event_type in (("preempted", "preempted"), ("moved", "moved")):
         names = getattr(expect, key)
         if names is None:
             continue
         happened = sorted({e["workload"] for e in result.events if e["type"] == event_type})
-        want = sorted(set(names))
-        if happened != want:
-            missing = [n for n in want if n not in happened]
-            unexpected = [n for n in happened if n not in want]
+        expected = sorted(set(names))
+        if happened != expected:
+            missing = [n for n in expected if n not in happened]
+            unexpected = [n for n in happened if n not in expected]
             parts = []
             if missing:
                 parts.append(f"expected but did not happen: {', '.join(missing)}")
@@ -71,9 +71,9 @@ def check_expect(expect: Expect, result: StepResult, scenario: Scenario) -> list
             continue
         for queue, per_pool in table.items():
             for pool, amounts in per_pool.items():
-                actual: dict[str, Any] = result.queues.get(queue, {}).get(pool, {}).get(figure, {})
+                figures: dict[str, Any] = result.queues.get(queue, {}).get(pool, {}).get(figure, {})
                 for res, want in amounts.items():
-                    got = float(actual.get(res, 0.0))
+                    got = float(figures.get(res, 0.0))
                     if abs(got - want) > TOLERANCE:
                         problems.append(
                             f"{key}: {queue} in pool {pool}: expected {res} {want:g}, got {got:g}"

@@ -1,15 +1,21 @@
 """Run a scenario step by step in simulated time, check its expectations, and render
-each step as the JSON object of FORMAT.md."""
+each step as the JSON object of FORMAT.md.
+
+Streaming: a step's state is rendered only for whoever needs it (an `on_step` callback,
+the step's own `expect`) and dropped once they are done with it; a run keeps only its
+counts and the expectations that failed, so memory does not grow with the steps.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler_core.engine.decisions import CycleResult
-from scheduler_core.engine.simulation import Simulation
+from scheduler_core.engine.simulation import SimEvent, Simulation
 from scheduler_core.whatif.scenarios.expect import check_expect
 from scheduler_core.whatif.scenarios.model import Event, Scenario, Step
 
@@ -38,6 +44,24 @@ class StepResult:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class StepFailure:
+    """One expectation that did not hold, at the step where it was checked."""
+
+    step: int
+    at: float
+    line: str
+
+
+@dataclass(slots=True)
+class ScenarioRun:
+    """What a run keeps: how many steps ran and were checked, and what failed."""
+
+    steps: int = 0
+    checked: int = 0
+    failures: list[StepFailure] = field(default_factory=list)
+
+
 def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else x
 
@@ -58,8 +82,6 @@ def apply_event(sim: Simulation, event: Event) -> None:
     """Apply one scenario event to the simulation."""
     if event.type == "submit":
         assert event.workload is not None
-        import dataclasses
-
         spec = dataclasses.replace(event.workload, creation_order=sim.next_creation_order())
         sim.submit(spec, event.duration)
     elif event.type == "finish":
@@ -88,9 +110,12 @@ def _figures(amounts: Any) -> dict[str, float]:
 
 
 def snapshot_step(
-    sim: Simulation, step: Step, events: list[dict[str, Any]], result: CycleResult
+    sim: Simulation, step: Step, events: list[SimEvent], result: CycleResult
 ) -> StepResult:
-    """Render the simulation state after `step`."""
+    """Render the simulation state after `step` and its events (FORMAT.md's output)."""
+    rendered = [e.to_dict() for e in events]
+    for e in rendered:
+        e["at"] = _num(e["at"])
     workloads: dict[str, dict[str, Any]] = {}
     for wid, status in sim.status.items():
         if status == "deleted":
@@ -104,6 +129,9 @@ def snapshot_step(
         if info is not None and status == "pending":
             entry["reason"] = info.reason
             entry["queue_position"] = info.queue_position
+        growth = result.not_growing.get(wid)
+        if growth is not None and status == "running":
+            entry["reason"] = growth[1]
         workloads[wid] = entry
     queues: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for qname, per_pool in result.queues.items():
@@ -116,29 +144,40 @@ def snapshot_step(
             }
             for pool, qs in per_pool.items()
         }
-    return StepResult(step.index, step.at, workloads, queues, events)
+    return StepResult(step.index, step.at, workloads, queues, rendered)
 
 
-def run_scenario(
-    scenario: Scenario, on_step: Callable[[StepResult], None] | None = None
-) -> list[StepResult]:
-    """Run every step (clock, completions, events, scheduling to a fixed point) and
-    check its `expect`; `on_step` is called after each step (progress reporting)."""
-    sim = build_simulation(scenario)
-    results: list[StepResult] = []
-    for step in scenario.steps:
+def play(
+    sim: Simulation, steps: Iterable[Step]
+) -> Iterator[tuple[Step, list[SimEvent], CycleResult]]:
+    """Run `steps` one at a time (clock, completions, events, scheduling to a fixed
+    point), yielding each step with its events and last cycle result. `steps` may be a
+    generator that decides the next step from the simulation's state."""
+    for step in steps:
         sim.advance(step.at)
         for event in step.events:
             apply_event(sim, event)
         result = sim.schedule()
-        events = [e.to_dict() for e in sim.take_events()]
-        for e in events:
-            e["at"] = _num(e["at"])
+        yield step, sim.take_events(), result
+
+
+def run_scenario(
+    scenario: Scenario, on_step: Callable[[StepResult], None] | None = None
+) -> ScenarioRun:
+    """Run every step and check its `expect`; `on_step` gets each step's rendered output
+    (streaming: nothing of it is kept afterwards)."""
+    sim = build_simulation(scenario)
+    run = ScenarioRun()
+    for step, events, result in play(sim, scenario.steps):
+        run.steps += 1
+        if on_step is None and step.expect is None:
+            continue
         out = snapshot_step(sim, step, events, result)
         if step.expect is not None:
             out.checked = True
             out.failures = check_expect(step.expect, out, scenario)
-        results.append(out)
+            run.checked += 1
+            run.failures.extend(StepFailure(out.step, out.at, line) for line in out.failures)
         if on_step is not None:
             on_step(out)
-    return results
+    return run

@@ -3,8 +3,10 @@
 Each resource is divided separately, top-down (pool -> departments -> projects): every
 queue first gets min(deserved, requested); what is left goes to higher ranks first and,
 within a rank, by over-quota weight among the queues that still ask, capped at what each
-asks and its limit. A queue's over-quota share is rounded down to whole units and the
-units left over go one at a time to the largest remainder (then the older queue).
+asks and its limit; a queue of weight 0 gets none of it, and where only such queues
+still ask, the rest passes to the lower ranks. A queue's over-quota share is rounded
+down to whole units and the units left over go one at a time to the largest remainder
+(then the older queue).
 """
 
 from __future__ import annotations
@@ -33,21 +35,24 @@ class ShareClaim:
     usage: float = 0.0
 
 
-def _adjusted_weights(claims: Sequence[ShareClaim], k: float | None) -> list[float]:
+def over_quota_weights(claims: Sequence[ShareClaim], k: float | None) -> list[float]:
+    """The weights by which the over-quota remainder is split among `claims` (the
+    queues still asking at one rank). A queue of weight 0 gets none of it; all zero
+    means nothing is given at this rank. With time-based fairshare (strength `k`) each
+    weight becomes max(0, w + k * (w - usage)), `w` being its fraction of the weights
+    of `claims` (KAI): a queue that used more than that share of the pool gets less,
+    one that used less gets more."""
     weights = [max(0.0, c.weight) for c in claims]
+    if any(math.isinf(w) for w in weights):
+        # an unbounded weight takes everything: such queues share it equally
+        weights = [1.0 if math.isinf(w) else 0.0 for w in weights]
     total = sum(weights)
-    if total <= EPSILON or math.isinf(total):
-        weights = [1.0] * len(claims)
-        total = float(len(claims))
-    if k is None:
+    if k is None or total <= EPSILON:
         return weights
-    # KAI time-based fairshare: a queue that used more than its weight's share of the
-    # pool gets a smaller over-quota weight, one that used less a bigger one.
-    shares = [w / total for w in weights]
-    adjusted = [max(0.0, s + k * (s - c.usage)) for s, c in zip(shares, claims, strict=True)]
-    if sum(adjusted) <= EPSILON:
-        return shares
-    return adjusted
+    return [
+        max(0.0, w / total + k * (w / total - c.usage)) if w > 0 else 0.0
+        for w, c in zip(weights, claims, strict=True)
+    ]
 
 
 def divide(total: float, claims: Sequence[ShareClaim], k: float | None = None) -> dict[str, float]:
@@ -68,12 +73,15 @@ def divide(total: float, claims: Sequence[ShareClaim], k: float | None = None) -
             asking = [c for c in group if want[c.key] - fair[c.key] > EPSILON]
             if not asking:
                 break
-            if math.isinf(remaining):
-                for c in asking:
-                    fair[c.key] = want[c.key]
-                break
-            weights = _adjusted_weights(asking, k)
+            weights = over_quota_weights(asking, k)
             wsum = sum(weights)
+            if wsum <= EPSILON:
+                break  # only weight-0 queues ask here: the rest passes to lower ranks
+            if math.isinf(remaining):
+                for c, w in zip(asking, weights, strict=True):
+                    if w > 0:
+                        fair[c.key] = want[c.key]
+                break
             shares = [remaining * w / wsum for w in weights]
             capped = [
                 (c, s)
@@ -94,9 +102,11 @@ def divide(total: float, claims: Sequence[ShareClaim], k: float | None = None) -
                 zip(asking, shares, floors, strict=True),
                 key=lambda t: (-(t[1] - t[2]), t[0].order),
             )
-            for c, _, _ in by_remainder:
+            for c, share, _ in by_remainder:
                 if units <= 0:
                     break
+                if share <= EPSILON:
+                    continue  # weight 0: no over-quota share, not even a leftover unit
                 give = min(1.0, want[c.key] - fair[c.key])
                 if give <= EPSILON:
                     continue
@@ -109,30 +119,45 @@ def divide(total: float, claims: Sequence[ShareClaim], k: float | None = None) -
     return fair
 
 
+def decayed_seconds(start: float, end: float, now: float, half_life: float) -> float:
+    """The seconds from `start` to `end`, each weighed by 0.5 ** (age / half_life) where
+    age is its distance to `now`: the integral of the decay over that span."""
+    if half_life <= 0:
+        return end - start
+    newest: float = 0.5 ** ((now - end) / half_life)
+    oldest: float = 0.5 ** ((now - start) / half_life)
+    return half_life / math.log(2) * (newest - oldest)
+
+
 def decayed_usage(
     records: Iterable[UsageRecord], now: float, window: float, half_life: float
 ) -> dict[tuple[str, str], float]:
-    """GPU-seconds per (queue, pool) within the window, each decayed by
-    0.5 ** (age / half_life) (age measured at the middle of the record)."""
+    """Decayed GPU-seconds per (queue, pool) within the window: each record's GPUs
+    (its GPU-seconds spread evenly over its span) weighed by the decay of every second
+    of the part of its span inside the window (see decayed_seconds); a record without
+    a span counts at its age."""
     usage: dict[tuple[str, str], float] = {}
     start_window = now - window
     for r in records:
         start = max(r.start, start_window)
         end = min(r.end, now)
-        if end <= start and r.end > r.start:
-            continue
         span = r.end - r.start
-        part = (end - start) / span if span > EPSILON else 1.0
-        age = now - (start + end) / 2.0
-        decay = 0.5 ** (age / half_life) if half_life > 0 else 1.0
+        if span > EPSILON:
+            if end <= start:
+                continue
+            value = r.gpu_seconds / span * decayed_seconds(start, end, now, half_life)
+        else:
+            if not start_window <= r.start <= now:
+                continue
+            decay: float = 0.5 ** ((now - r.start) / half_life) if half_life > 0 else 1.0
+            value = r.gpu_seconds * decay
         key = (r.queue, r.pool)
-        usage[key] = usage.get(key, 0.0) + r.gpu_seconds * part * decay
+        usage[key] = usage.get(key, 0.0) + value
     return usage
 
 
 def decayed_capacity_seconds(gpus: float, window: float, half_life: float) -> float:
     """GPU-seconds a pool of `gpus` could have delivered in the window, decayed the same
-    way: the denominator that normalizes usage to capacity."""
-    if half_life <= 0:
-        return gpus * window
-    return float(gpus * half_life / math.log(2) * (1.0 - 0.5 ** (window / half_life)))
+    way: the denominator that normalizes usage to capacity (a queue that held the whole
+    pool for the whole window has usage 1.0)."""
+    return gpus * decayed_seconds(0.0, window, window, half_life)

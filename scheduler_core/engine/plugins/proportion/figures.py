@@ -26,10 +26,11 @@ def _vec(r: Resources) -> Vec:
 
 class QueueFigures:
     """Per (queue, pool): `deserved` quota, `limit`, `requested` (by its workloads,
-    running ones in their pool, pending ones in every candidate pool) and `fair`
-    (fairshare); `limited` holds the keys with a finite limit on some resource."""
+    running ones in their pool, pending ones in every candidate pool), `weight` (its
+    over-quota weight per resource) and `fair` (fairshare); `limited` holds the keys
+    with a finite limit on some resource."""
 
-    __slots__ = ("children", "deserved", "fair", "limit", "limited", "requested")
+    __slots__ = ("children", "deserved", "fair", "limit", "limited", "requested", "weight")
 
     def __init__(self, session: Session) -> None:
         queues = session.snapshot.queues
@@ -41,6 +42,7 @@ class QueueFigures:
         self.deserved: dict[Key, Vec] = {}
         self.limit: dict[Key, Vec] = {}
         self.fair: dict[Key, Vec] = {}
+        self.weight: dict[Key, Vec] = {}
         self.limited: set[Key] = set()
         self.requested = _requested(session)
         self._divide(session, departments)
@@ -133,6 +135,7 @@ class QueueFigures:
                 weight = deserved if math.isfinite(deserved) else self.deserved[key][0]
             else:
                 weight = q.over_quota_weight
+            self.weight.setdefault(key, [0.0, 0.0, 0.0])[r] = weight
             claims.append(
                 ShareClaim(
                     key=q.name,

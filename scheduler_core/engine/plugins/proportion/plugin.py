@@ -14,7 +14,12 @@ from scheduler_core.engine.decisions import QueueStatus
 from scheduler_core.engine.framework.plugin import Plugin, register
 from scheduler_core.engine.framework.queue_hooks import QueueHooks
 from scheduler_core.engine.plugins.proportion.figures import QueueFigures
-from scheduler_core.engine.reasons import LIMIT, RESOURCE_WORDS, straddled_quota
+from scheduler_core.engine.reasons import (
+    LIMIT,
+    RESOURCE_WORDS,
+    no_over_quota_share,
+    straddled_quota,
+)
 from scheduler_core.engine.resources import EPSILON, UNLIMITED, Resources, format_amount
 from scheduler_core.engine.snapshot import KIND_INTERACTIVE
 
@@ -25,6 +30,10 @@ if TYPE_CHECKING:
     from scheduler_core.engine.framework.state import WorkloadState
 
 _ZERO = (0.0, 0.0, 0.0)
+_NOT_MEASURED = (UNLIMITED, UNLIMITED, UNLIMITED)
+_NO_SHARE = 1e6
+"""Queue order: what a queue holds of a resource it is entitled to none of counts this
+many times over (KAI's penalty for using resources without an allocatable share)."""
 
 
 def _res(v: Iterable[float]) -> Resources:
@@ -34,8 +43,9 @@ def _res(v: Iterable[float]) -> Resources:
 
 @register
 class ProportionPlugin(Plugin):
-    """Queues are ordered by fairshare, quota, rank, starvation and age; a queue over
-    its fairshare may not reclaim, and gives back what it holds above it."""
+    """Queues are ordered by fairshare, quota, rank, share of what they are entitled to
+    and age; a queue over its fairshare may not reclaim, and gives back what it holds
+    above it."""
 
     name = "proportion"
 
@@ -47,6 +57,7 @@ class ProportionPlugin(Plugin):
         self._acc_np: dict[Key, Vec] = {}
         self._fair: dict[Key, Vec] = {}
         self._deserved: dict[Key, Vec] = {}
+        self._entitled: dict[Key, Vec] = {}
 
     def queue_hooks(self) -> QueueHooks:
         return self
@@ -59,6 +70,7 @@ class ProportionPlugin(Plugin):
         self._acc_np = session.acc_np
         self._fair = figures.fair
         self._deserved = figures.deserved
+        self._entitled = self._entitled_to(session)
 
     def on_session_close(self) -> None:
         self._session = None
@@ -80,44 +92,68 @@ class ProportionPlugin(Plugin):
 
     # ------------------------------------------------------------ queue order
     def queue_order_key(self, w: WorkloadState, pool: str, extra: Vec) -> tuple[object, ...]:
-        """Order of queues (smaller first): not over fairshare, in quota, rank, most
-        starved, older; departments first, then their projects."""
-        session = self.session
-        cap = session.pools[pool].capacity
-        caps = (cap.gpus, cap.cpu, cap.memory)
-        zero = _ZERO
+        """Order of queues (smaller first), departments first, then their projects:
+        within its fairshare, then within its deserved quota (with `extra`), higher
+        rank, then the smallest share of what it is entitled to (see _entitled_to),
+        counting `extra`; the older queue breaks exact ties."""
         keys: list[object] = []
-        orders: list[int] = []
         accs = self._acc
         fairs = self._fair
         deserveds = self._deserved
-        queues = session.queues
+        entitled = self._entitled
+        queues = self.session.queues
         for name in (w.department, w.project):
             key = (name, pool)
-            acc = accs.get(key, zero)
-            fair = fairs.get(key, zero)
-            des = deserveds.get(key, zero)
+            acc = accs.get(key, _ZERO)
+            fair = fairs.get(key, _ZERO)
+            des = deserveds.get(key, _ZERO)
+            ent = entitled.get(key, _NOT_MEASURED)
             over = False
             outside = False
-            starved = 0.0
+            share = 0.0
             for i in range(3):
                 a = acc[i]
-                c = caps[i]
-                if c > EPSILON and c != UNLIMITED:
-                    share = a / c
-                    if share > starved:
-                        starved = share
                 e = extra[i]
+                used = a + e
                 if e > EPSILON and des[i] != UNLIMITED:
-                    if a + e > fair[i] + EPSILON:
+                    if used > fair[i] + EPSILON:
                         over = True
-                    if a + e > des[i] + EPSILON:
+                    if used > des[i] + EPSILON:
                         outside = True
+                whole = ent[i]
+                if whole > EPSILON:
+                    if whole != UNLIMITED and used / whole > share:
+                        share = used / whole
+                elif used > EPSILON and used * _NO_SHARE > share:
+                    share = used * _NO_SHARE
             q = queues.get(name)
-            keys.extend((over, outside, -(q.rank if q else 0), round(starved, 9)))
-            orders.append(q.creation_order if q else 0)
-        keys.extend((w.spec.submitted_at, w.spec.creation_order, *orders))
+            keys.extend(
+                (
+                    over,
+                    outside,
+                    -(q.rank if q else 0),
+                    round(share, 9),
+                    q.creation_order if q else 0,
+                )
+            )
         return tuple(keys)
+
+    def _entitled_to(self, session: Session) -> dict[Key, Vec]:
+        """What each queue is entitled to per resource, the measure of queue order:
+        min(max(deserved, fairshare), limit), the pool's capacity where that is
+        unlimited (UNLIMITED where the capacity is too: not measured)."""
+        figures = self.figures
+        entitled: dict[Key, Vec] = {}
+        for key, fair in self._fair.items():
+            des = self._deserved[key]
+            lim = figures.limit[key]
+            cap = session.pools[key[1]].capacity.as_tuple()
+            vec = []
+            for i in range(3):
+                whole = min(max(des[i], fair[i]), lim[i])
+                vec.append(whole if math.isfinite(whole) else cap[i])
+            entitled[key] = vec
+        return entitled
 
     def queue_order_inputs(self, w: WorkloadState, pool: str) -> object:
         """What queue_order_key depends on that changes within a session: the
@@ -285,8 +321,13 @@ class ProportionPlugin(Plugin):
         acc = self._acc.get(key, _ZERO)
         fair = self._fair.get(key, _ZERO)
         free = self.session.pools[pool].free_gpus
+        weight = self.figures.weight.get(key, _ZERO)
         for i in range(3):
             if extra[i] > EPSILON and acc[i] + extra[i] > fair[i] + EPSILON:
+                if weight[i] <= 0:
+                    return no_over_quota_share(
+                        level, queue, pool, i, fair[i], acc[i], extra[i], free
+                    )
                 share = fair[i]
                 text = "its fair share" if math.isfinite(share) else "its share"
                 return (

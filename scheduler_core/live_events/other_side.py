@@ -1,0 +1,50 @@
+"""What a preemption event may say about the other side.
+
+An eviction records the workload it made room for (`details.by`) and that workload's
+project (`details.by_project_id`), and its reason names one of them ("reclaimed by nlp",
+"preempted by higher-priority train-7"). A viewer who may not see that project reads
+instead that another project took the GPUs: the reason is replaced by a neutral one and
+the two details are left out. Priority preemption inside one project names nothing the
+viewer of the event could not see already.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler_core.choices import EventType
+from scheduler_core.engine import EVICT_PRIORITY, EVICT_RECLAIM
+
+OTHER_SIDE_DETAILS = ("by", "by_project_id")
+NEUTRAL_REASONS = {
+    EVICT_RECLAIM: "reclaimed by another project",
+    EVICT_PRIORITY: "preempted by a higher-priority workload of another project",
+}
+
+
+def names_another_project(type: str, project_id: int | None, details: dict[str, Any]) -> bool:
+    """Whether an event names a workload of a project other than its own (an unknown
+    project counts as another one)."""
+    return (
+        type == EventType.PREEMPTED
+        and details.get("by") is not None
+        and details.get("by_project_id") != project_id
+    )
+
+
+def as_seen_by(
+    project_ids: set[int] | None,
+    *,
+    type: str,
+    project_id: int | None,
+    reason: str,
+    details: dict[str, Any],
+) -> tuple[str, dict[str, Any]]:
+    """(reason, details) of an event as a viewer who may see `project_ids` (None: every
+    project) reads them."""
+    if project_ids is None or not names_another_project(type, project_id, details):
+        return reason, details
+    if details.get("by_project_id") in project_ids:
+        return reason, details
+    neutral = NEUTRAL_REASONS.get(details.get("kind", ""), "evicted for another project")
+    return neutral, {k: v for k, v in details.items() if k not in OTHER_SIDE_DETAILS}

@@ -1,0 +1,170 @@
+"""Node pools and their nodes in the console: everyone reads them, system admins manage them."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from scheduler_core.choices import NodeState, WorkloadStatus
+from scheduler_core.models import Node, NodePool
+from tests import factories
+
+POOL = {
+    "name": "h100",
+    "description": "",
+    "policy": "fairshare",
+    "placement": "spread",
+    "preemption": "on",
+    "max_consolidation_evaluations": 100,
+    "max_reclaims_per_cycle": "",
+    "max_preemptions_per_cycle": 10,
+    "min_guaranteed_runtime": 600,
+    "fairshare_mode": "time_based",
+    "time_based_window": 86400,
+    "time_based_half_life": 3600,
+    "time_based_k": 2,
+}
+
+
+def pool_url(name, pool):
+    return reverse(f"console:{name}", args=[pool.pk])
+
+
+def test_a_system_admin_creates_a_pool_and_a_node(client_for, cluster):
+    client = client_for("admin")
+    response = client.post(reverse("console:pool_create"), POOL)
+    pool = NodePool.objects.get(name="h100")
+    assert response["Location"] == pool_url("pool_detail", pool)
+    assert (pool.policy, pool.placement, pool.preemption, pool.consolidation) == (
+        "fairshare",
+        "spread",
+        True,
+        False,
+    )
+    assert (pool.max_reclaims_per_cycle, pool.max_preemptions_per_cycle) == (None, 10)
+    assert (pool.min_guaranteed_runtime, pool.fairshare_mode, pool.time_based_k) == (
+        600,
+        "time_based",
+        2,
+    )
+
+    response = client.post(
+        pool_url("node_create", pool),
+        {
+            "name": "h100-1",
+            "gpu_count": 4,
+            "gpu_model": "H100",
+            "cpu": 96,
+            "memory": 1024,
+            "labels": "gpu=h100\nzone=b",
+        },
+        follow=True,
+    )
+    node = Node.objects.get(name="h100-1")
+    assert (node.pool, node.gpu_count, node.labels) == (pool, 4, {"gpu": "h100", "zone": "b"})
+    html = response.content.decode()
+    assert "Added node h100-1 to h100." in html and 'data-node="h100-1"' in html
+
+
+def test_pool_settings_errors_are_shown_next_to_the_fields(client_for, cluster):
+    client = client_for("admin")
+    html = client.post(reverse("console:pool_create"), {**POOL, "name": "a100"}).content.decode()
+    assert "a pool named &#x27;a100&#x27; already exists" in html
+    html = client.post(
+        reverse("console:pool_create"), {**POOL, "time_based_half_life": 0}
+    ).content.decode()
+    half_life = html.split('data-field="time_based_half_life"', 1)[1].split("</ul>", 1)[0]
+    assert 'class="errors"' in half_life and not NodePool.objects.filter(name="h100").exists()
+    node = {"name": "gpu-1", "gpu_count": 8, "cpu": 0, "memory": 0}
+    html = client.post(pool_url("node_create", cluster["pool"]), node).content.decode()
+    assert "a node named &#x27;gpu-1&#x27; already exists" in html
+    html = client.post(
+        pool_url("node_create", cluster["pool"]), {**node, "name": "gpu-9", "labels": "zone"}
+    ).content.decode()
+    labels = html.split('data-field="labels"', 1)[1].split("</ul>", 1)[0]
+    assert "write key=value, got &#x27;zone&#x27;" in labels
+
+
+def test_a_system_admin_changes_a_pools_settings(client_for, cluster):
+    pool = cluster["pool"]
+    html = client_for("admin").get(pool_url("pool_detail", pool)).content.decode()
+    assert 'id="pool-settings"' in html and 'name="min_guaranteed_runtime"' in html
+    assert "grace" not in html.lower()
+    response = client_for("admin").post(
+        pool_url("pool_settings", pool), {**POOL, "consolidation": "on"}
+    )
+    assert response.status_code == 302
+    pool.refresh_from_db()
+    assert (pool.policy, pool.min_guaranteed_runtime, pool.consolidation) == (
+        "fairshare",
+        600,
+        True,
+    )
+
+
+@pytest.mark.parametrize("role", ["dept_admin", "researcher", "viewer"])
+def test_others_read_pools_and_nodes_but_change_nothing(client_for, cluster, role):
+    pool = cluster["pool"]
+    client = client_for(role)
+    listing = client.get(reverse("console:pools")).content.decode()
+    assert 'data-pool="a100"' in listing and 'id="pool-create"' not in listing
+    html = client.get(pool_url("pool_detail", pool)).content.decode()
+    assert 'data-node="gpu-1"' in html and "Quota / fairshare" in html
+    for hidden in ("Cordon", "Drain", "Delete", 'id="node-create"', 'name="policy"'):
+        assert hidden not in html
+    node = cluster["nodes"][0]
+    posts = [
+        (reverse("console:pool_create"), POOL),
+        (pool_url("pool_settings", pool), POOL),
+        (pool_url("node_create", pool), {"name": "n9", "gpu_count": 1, "cpu": 0, "memory": 0}),
+        (pool_url("pool_delete", pool), {}),
+        (reverse("console:node_delete", args=[node.pk]), {}),
+        (reverse("console:pool_node_action", args=[node.pk, "cordon"]), {}),
+    ]
+    for url, data in posts:
+        assert client.post(url, data).status_code == 403
+    assert NodePool.objects.count() == 1 and Node.objects.count() == 2
+    node.refresh_from_db()
+    assert node.state == NodeState.READY
+
+
+def test_cordon_drain_and_uncordon_from_the_pool_page(client_for, cluster):
+    node = cluster["nodes"][0]
+    workload = factories.running_workload(cluster["vision"], [node])
+    client = client_for("admin")
+    html = client.get(pool_url("pool_detail", cluster["pool"])).content.decode()
+    row = html.split('data-node="gpu-1"', 1)[1].split("</tr>", 1)[0]
+    assert "Cordon" in row and "Drain" in row
+    url = reverse("console:pool_node_action", args=[node.pk, "drain"])
+    response = client.post(url)
+    assert response["Location"] == pool_url("pool_detail", cluster["pool"])
+    node.refresh_from_db()
+    workload.refresh_from_db()
+    assert (node.state, workload.status) == (NodeState.CORDONED, WorkloadStatus.PENDING)
+    client.post(reverse("console:pool_node_action", args=[node.pk, "uncordon"]))
+    node.refresh_from_db()
+    assert node.state == NodeState.READY
+
+
+def test_deleting_a_node_with_pods_is_refused_until_drained(client_for, cluster):
+    node = cluster["nodes"][0]
+    factories.running_workload(cluster["vision"], [node])
+    client = client_for("admin")
+    url = reverse("console:node_delete", args=[node.pk])
+    assert "It still runs 1 pod: deleting is refused" in client.get(url).content.decode()
+    assert "still runs pods: drain it first" in client.post(url).content.decode()
+    client.post(reverse("console:pool_node_action", args=[node.pk, "drain"]))
+    assert client.post(url)["Location"] == pool_url("pool_detail", cluster["pool"])
+    assert not Node.objects.filter(pk=node.pk).exists()
+
+
+def test_deleting_a_pool_says_what_it_does(client_for, cluster):
+    client = client_for("admin")
+    url = pool_url("pool_delete", cluster["pool"])
+    html = client.get(url).content.decode()
+    assert "It still has 2 nodes: deleting is refused" in html
+    assert "quota in a100 (5 quotas) is deleted with it" in html
+    assert "still has nodes" in client.post(url).content.decode()
+    empty = factories.pool("spare")
+    assert client.post(pool_url("pool_delete", empty))["Location"] == reverse("console:pools")
+    assert not NodePool.objects.filter(name="spare").exists()

@@ -1,0 +1,104 @@
+"""`manage.py run` keeps every child up: one that exits is started again, with backoff, and
+the others go on. The schedule with fake processes and a fake clock, then a real process."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import sys
+import time
+
+from scheduler_core.management.commands.run import (
+    FIRST_BACKOFF,
+    MAX_BACKOFF,
+    STABLE_AFTER,
+    Child,
+    Supervisor,
+)
+
+
+class FakeProcess:
+    pids = itertools.count(100)
+
+    def __init__(self) -> None:
+        self.pid = next(self.pids)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fake_supervisor() -> tuple[Supervisor, FakeClock]:
+    clock = FakeClock()
+
+    def spawn(child, env):
+        return FakeProcess()
+
+    def kill(process, signum):
+        process.returncode = process.returncode or -signum
+
+    return Supervisor({}, spawn=spawn, clock=clock, kill=kill), clock
+
+
+def restart_delays(supervisor, clock, child: Child, deaths: int, up: float) -> list[float]:
+    """Let `child` run `up` seconds and exit, `deaths` times; the waits before each restart."""
+    delays = []
+    for _ in range(deaths):
+        clock.now += up
+        dead = child.process
+        dead.returncode = 1
+        supervisor.check()
+        died_at = clock.now
+        while child.process is dead:
+            clock.now += 0.5
+            supervisor.check()
+        delays.append(clock.now - died_at)
+    return delays
+
+
+def test_a_child_that_keeps_exiting_is_restarted_with_doubling_backoff(caplog):
+    supervisor, clock = fake_supervisor()
+    worker = supervisor.start(Child("worker", ["celery"]))
+    web = supervisor.start(Child("web-1", ["daphne"]))
+    web_process = web.process
+    caplog.set_level(logging.INFO)
+
+    delays = restart_delays(supervisor, clock, worker, deaths=7, up=0.5)
+
+    assert delays == [1, 2, 4, 8, 16, MAX_BACKOFF, MAX_BACKOFF]
+    assert web.process is web_process and web_process.poll() is None  # the others go on
+    assert "worker exited with code 1" in caplog.text
+    assert "starting it again in 30 s" in caplog.text
+
+
+def test_a_child_that_stayed_up_a_while_starts_over_at_the_first_backoff():
+    supervisor, clock = fake_supervisor()
+    beat = supervisor.start(Child("beat", ["celery"]))
+    assert restart_delays(supervisor, clock, beat, deaths=3, up=1) == [1, 2, 4]
+    assert restart_delays(supervisor, clock, beat, deaths=2, up=STABLE_AFTER) == [
+        FIRST_BACKOFF,
+        FIRST_BACKOFF,
+    ]
+
+
+def test_a_real_process_that_exits_is_started_again():
+    supervisor = Supervisor({})
+    child = supervisor.start(Child("short-lived", [sys.executable, "-c", "exit(3)"]))
+    try:
+        first = child.process
+        deadline = time.monotonic() + 20
+        while child.process is first and time.monotonic() < deadline:
+            supervisor.check()
+            time.sleep(0.1)
+        assert first.returncode == 3
+        assert child.process is not first, "the process was not started again"
+    finally:
+        supervisor.stop_all()

@@ -1,0 +1,121 @@
+"""Replaying a trace and summarising a scenario run, end to end through the commands."""
+
+from __future__ import annotations
+
+import json
+import os
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from scheduler_core.whatif.replay import BACKFILL, ENGINE, FIFO
+
+HERE = Path(__file__).resolve().parent
+SHARED = Path(os.environ.get("FAIRWAY_SHARED_DIR", HERE.parents[2] / "shared"))
+TRACES = SHARED / "traces"
+OUR_SCENARIOS = HERE.parent / "scenarios" / "files"
+
+# team a (quota: half the 4 nodes) fills the cluster first; team b's gang arrives later
+TRACE = """timestamp,duration,num_gpus,gpu_time,cluster
+2017-10-25 19:00:00,7200,8,0,a
+2017-10-25 19:00:00,7200,8,0,a
+2017-10-25 19:00:00,7200,8,0,a
+2017-10-25 19:00:00,7200,8,0,a
+2017-10-25 19:10:00,1800,16,0,b
+2017-10-25 19:20:00,600,1,0,a
+2017-10-25 23:00:00,600,1,0,a
+"""
+
+
+def replay(tmp_path: Path, *extra: str) -> tuple[dict, str]:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(TRACE)
+    vc = tmp_path / "vc.csv"
+    vc.write_text("vc,node num\na,30\nb,30\n")
+    out, err = StringIO(), StringIO()
+    call_command(
+        "replay_trace",
+        str(trace),
+        "--start",
+        "2017-10-25T19:00",
+        "--hours",
+        "2",
+        "--nodes",
+        "4",
+        "--vc",
+        str(vc),
+        *extra,
+        stdout=out,
+        stderr=err,
+    )
+    return out.getvalue(), err.getvalue()
+
+
+def test_replay_compares_the_engine_with_fifo_and_backfill(tmp_path: Path) -> None:
+    out, err = replay(tmp_path, "--json")
+    document = json.loads(out)
+    assert document["jobs"] == 6  # the job at 23:00 is outside the two hours
+    assert document["quotas"] == {"a": 16.0, "b": 16.0}
+    runs = document["runs"]
+    assert set(runs) == {ENGINE, FIFO, BACKFILL}
+    # FIFO: the gang waits for two of a's jobs (2 h), the 1-GPU job waits behind it
+    fifo = runs[FIFO]
+    assert fifo["completed"] == 6
+    assert fifo["makespan_hours"] == 2.5
+    assert fifo["mean_queueing_minutes"][">8"] == 110
+    assert fifo["preemptions"] == fifo["moves"] == 0
+    # backfill cannot run the 1-GPU job beside a's four without delaying the gang
+    assert runs[BACKFILL]["mean_queueing_minutes"]["1"] == fifo["mean_queueing_minutes"]["1"]
+    # the engine reclaims for b, which is under its quota: b starts at once, a loses work
+    engine = runs[ENGINE]
+    assert engine["completed"] == 6
+    assert engine["mean_queueing_minutes"][">8"] == 0
+    assert engine["preemptions"] >= 1
+    assert engine["lost_gpu_hours"] > 0
+    assert engine["fairness_deviation"] < fifo["fairness_deviation"]
+    assert "h simulated" in err
+
+
+def test_replay_prints_a_table_by_default(tmp_path: Path) -> None:
+    out, _ = replay(tmp_path)
+    lines = out.splitlines()
+    assert lines[0] == "6 jobs on 4 nodes x 8 GPUs, a cycle every 60 s"
+    assert lines[1].split() == [ENGINE, FIFO, BACKFILL]
+    assert any(line.startswith("lost GPU-h (% of work)") for line in lines)
+
+
+def test_summary_prints_a_scenario_s_figures_instead_of_its_steps() -> None:
+    out = StringIO()
+    call_command(
+        "simulate", str(OUR_SCENARIOS / "preempt-within-queue.yaml"), "--summary", stdout=out
+    )
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == [ENGINE]
+    preemptions = next(line for line in lines if line.startswith("preemptions"))
+    assert preemptions.split()[-1] != "0"
+
+
+@pytest.mark.skipif(not (TRACES / "philly.csv").is_file(), reason="../shared/traces not found")
+def test_an_hour_of_the_philly_trace_replays(tmp_path: Path) -> None:
+    out = StringIO()
+    call_command(
+        "replay_trace",
+        str(TRACES / "philly.csv"),
+        "--start",
+        "2017-10-25T19:00",
+        "--hours",
+        "1",
+        "--nodes",
+        "48",
+        "--vc",
+        str(TRACES / "philly_vc.csv"),
+        "--json",
+        stdout=out,
+        stderr=StringIO(),
+    )
+    runs = json.loads(out.getvalue())["runs"]
+    for figures in runs.values():
+        assert figures["unfinished"] == 0
+        assert figures["completed"] == runs[FIFO]["completed"] > 0

@@ -141,6 +141,7 @@ def _record_rank_weight(user, owner: QueueOwner, changed: dict[str, dict]) -> No
     event_record(
         type=EventType.RANK_WEIGHT_CHANGED,
         project=owner if isinstance(owner, Project) else None,
+        department=owner if isinstance(owner, Department) else None,
         reason=f"{owner.kind} {owner}: {what} by {user.username}",
         details={
             "owner": owner.name,

@@ -50,6 +50,7 @@ def test_rank_and_weight_changes_are_recorded_with_who_made_them(cluster, owner,
         "rank": {"from": 0, "to": 5},
     }
     assert event.project == (owner if owner.kind == "project" else None)
+    assert event.department == (owner if owner.kind == "department" else None)
 
 
 def test_quota_changes_are_recorded_with_who_made_them(cluster):

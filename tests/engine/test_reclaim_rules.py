@@ -286,6 +286,18 @@ LIMIT_CASES = [
         {"t2"},
         {"t1", "build"},
     ),
+    (
+        # the victim's pods would fit back where they were, but the limit would not
+        # take them back: it stays evicted (what it held is counted from its pods)
+        "room made under the limit stays made",
+        [dept("org", 8), project("p", gpus=4, limit=2)],
+        [
+            workload("train", gpus=1, priority=50, running_on=["n1"]),
+            workload("build", gpus=2, priority=100),
+        ],
+        {"train"},
+        {"build"},
+    ),
 ]
 
 

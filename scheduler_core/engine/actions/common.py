@@ -231,6 +231,18 @@ class VictimStep:
         return list(self.victim.allocated())
 
 
+def _taken_by(w: WorkloadState, pods: list[PodPlacement]) -> Vec:
+    """What `pods` of `w` take (known from their groups, also once they are unbound:
+    a victim's allocation is zero after its eviction)."""
+    taken = [0.0, 0.0, 0.0]
+    for pod in pods:
+        grp = w.group(pod.group)
+        taken[0] += grp.gpus
+        taken[1] += grp.cpu
+        taken[2] += grp.memory
+    return taken
+
+
 def shrink_pod(w: WorkloadState) -> PodPlacement | None:
     """The pod an elastic workload gives up next (last pod of the last group that is
     above its minimum), or None at its minimum."""
@@ -352,7 +364,7 @@ def free_and_place(
         if v.id in gone:
             continue
         if not _pods_fit_back(session, v, pods) or (
-            admits is not None and not admits(v, step.freed())
+            admits is not None and not admits(v, _taken_by(v, pods))
         ):
             if step.pod is None:
                 gone.add(v.id)

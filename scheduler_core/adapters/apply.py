@@ -114,7 +114,6 @@ class Applier:
         self.evented: set[int] = set()
         self.dirty: set[int] = set()
         self.refreshed: list[str] = []
-        self.placed_projects: dict[str, set[int]] | None = None  # by name, built on need
 
     # --- locking and checks -----------------------------------------------------------
 
@@ -264,7 +263,7 @@ class Applier:
             w.restarts += 1
         details = {"kind": d.reason_kind, "by": d.by, "restarts": w.restarts}
         if d.by is not None:
-            details["by_project_id"] = self._placed_project(d.by)
+            details["by_project_id"] = self._project_of(d.by_id)
         # Whoever sees the workload sees its reason: the other side only if it is its own.
         shown, _ = as_seen_by(
             {w.project_id}, type=EventType.PREEMPTED, project_id=w.project_id,
@@ -274,17 +273,10 @@ class Applier:
         w.pending_reason_kind = "preempted"
         self._event(EventType.PREEMPTED, w, [], pool_id=pool_id, reason=d.reason, details=details)
 
-    def _placed_project(self, name: str) -> int | None:
-        """Project of the workload named `name` that this cycle places (an eviction's
-        beneficiary); None when several projects place one of that name."""
-        if self.placed_projects is None:
-            self.placed_projects = defaultdict(set)
-            for decision in self.result.decisions:
-                row = self.live.workloads.get(int(decision.workload))
-                if isinstance(decision, Allocate) and row is not None:
-                    self.placed_projects[row.name].add(row.project_id)
-        projects = self.placed_projects.get(name, set())
-        return next(iter(projects)) if len(projects) == 1 else None
+    def _project_of(self, workload_id: str | None) -> int | None:
+        """Project of the workload an eviction made room for (None when it is unknown)."""
+        row = self.live.workloads.get(int(workload_id)) if workload_id else None
+        return row.project_id if row is not None else None
 
     def _move(self, d: Move, w: LockedWorkload, row: WorkloadRow) -> None:
         before = sorted({self.live.node_names[a.node_id] for a in row.allocations})

@@ -32,12 +32,14 @@ class Allocate:
 @dataclass(frozen=True, slots=True)
 class Evict:
     """Stop a running workload and re-queue it (pending). `reason_kind` is one of
-    EVICT_REASON_KINDS; `reason` is plain language; `by` names the beneficiary."""
+    EVICT_REASON_KINDS; `reason` is plain language; `by` names the beneficiary and
+    `by_id` is its id."""
 
     workload: str
     reason_kind: str
     reason: str
     by: str | None = None
+    by_id: str | None = None
     kind: Literal["evict"] = "evict"
 
 

@@ -350,7 +350,7 @@ def free_and_place(
                 continue
             flags = v.flags()
             pods = list(v.pods)
-            stmt.evict(v, evict_kind, reason_for(v), job.name)
+            stmt.evict(v, evict_kind, reason_for(v), job)
             applied.append((step, flags, pods))
             if attempt_place():
                 placed = True

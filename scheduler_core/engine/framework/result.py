@@ -40,7 +40,16 @@ def build_result(session: Session) -> CycleResult:
             freeing.append(Fail(w.id, w.fail_reason))
             continue
         if initial and (w.evicted or not final):
-            freeing.append(Evict(w.id, w.evict_kind, w.evict_reason, w.evict_by))
+            by = w.evict_by
+            freeing.append(
+                Evict(
+                    w.id,
+                    w.evict_kind,
+                    w.evict_reason,
+                    by.name if by else None,
+                    by.id if by else None,
+                )
+            )
             if final:
                 assert w.pool is not None
                 taking.append(Allocate(w.id, w.pool, final))

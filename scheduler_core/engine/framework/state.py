@@ -263,7 +263,7 @@ class WorkloadState:
         self.evicted = False
         self.evict_kind = ""
         self.evict_reason = ""
-        self.evict_by: str | None = None
+        self.evict_by: WorkloadState | None = None  # the workload it made room for
         self.moved = False
         self.failed = False
         self.fail_reason = ""

@@ -72,7 +72,9 @@ class Statement:
     def _save_flags(self, w: WorkloadState) -> None:
         self._journal.append((_FLAGS, w, w.flags()))
 
-    def evict(self, w: WorkloadState, reason_kind: str, reason: str, by: str | None) -> None:
+    def evict(
+        self, w: WorkloadState, reason_kind: str, reason: str, by: WorkloadState | None
+    ) -> None:
         """Unbind every pod of `w` and record why (it goes back to pending)."""
         self._save_flags(w)
         w.evicted = True

@@ -1,0 +1,7 @@
+"""`python -m fairway_cli`."""
+
+import sys
+
+from fairway_cli.main import main
+
+sys.exit(main())

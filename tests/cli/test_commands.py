@@ -226,3 +226,51 @@ def test_the_cli_imports_no_django(config_file):
         timeout=60,
     )
     assert check.returncode == 0
+
+
+def test_every_submission_option_reaches_the_api(fairway, cluster, tmp_path):
+    full = fairway(
+        "submit", "full", "--project", "vision", "--pool", "a100", "--kind", "interactive",
+        "--priority", "120", "--preemptible", "--pods", "2", "--min-pods", "1", "--gpus", "0.5",
+        "--cpu", "4", "--memory", "32", "--node-selector", "zone=eu", "--weight", "2",
+        "--backoff-limit", "3", "--image", "pytorch:2", "--env", "SEED=1", "--env", "A=b=c",
+        "--duration", "600", "--checkpoint-every", "60", "--json", "--", "python", "-u", "t.py",
+    )  # fmt: skip
+    assert full.returncode == 0, full.stderr
+    sent = json.loads(full.stdout)
+    assert {k: sent[k] for k in ("kind", "priority", "preemptible", "pods", "min_pods")} == {
+        "kind": "interactive",
+        "priority": 120,
+        "preemptible": True,
+        "pods": 2,
+        "min_pods": 1,
+    }
+    assert (sent["gpus"], sent["cpu"], sent["memory"], sent["weight"]) == (0.5, 4, 32, 2)
+    assert (sent["pools"], sent["node_selector"], sent["backoff_limit"]) == (
+        ["a100"],
+        {"zone": "eu"},
+        3,
+    )
+    assert sent["spec"] == {
+        "image": "pytorch:2",
+        "command": ["python", "-u", "t.py"],
+        "env": {"SEED": "1", "A": "b=c"},
+        "duration": 600,
+        "checkpoint_every": 60,
+    }
+
+    groups = tmp_path / "groups.yaml"
+    groups.write_text(
+        "groups:\n  - {name: launcher, pods: 1, cpu: 2}\n  - {name: workers, pods: 2, gpus: 2}\n"
+    )
+    gang = fairway("submit", "ddp", "--project", "vision", "--groups-file", str(groups), "--json")
+    assert gang.returncode == 0, gang.stderr
+    assert [(g["name"], g["pods"]) for g in json.loads(gang.stdout)["groups"]] == [
+        ("launcher", 1),
+        ("workers", 2),
+    ]
+    both = fairway(
+        "submit", "x", "--project", "vision", "--groups-file", str(groups), "--gpus", "1"
+    )
+    assert both.returncode == 1
+    assert "gpus: belongs to each group when groups is given" in both.stderr

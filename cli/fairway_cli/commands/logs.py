@@ -65,7 +65,7 @@ class LogReader:
     client: ApiClient
     workload_id: int
     pod: str | None
-    out: TextIO = sys.stdout
+    out: TextIO | None = None  # standard output
     cursors: dict[str, PodCursor] = field(default_factory=dict)
     prefix: bool = False
 
@@ -114,8 +114,9 @@ class LogReader:
         if self.prefix:
             text = _prefixed(text, f"[{name}] ", cursor.at_line_start)
         cursor.at_line_start = text.endswith("\n")
-        self.out.write(text)
-        self.out.flush()
+        out = self.out or sys.stdout
+        out.write(text)
+        out.flush()
 
     def note(self, entry: dict[str, Any], message: str) -> None:
         print(f"--- {entry.get('pod')}: {message} ---", file=sys.stderr)

@@ -3,8 +3,10 @@ turned into a CliError carrying the API's own message."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
@@ -79,7 +81,14 @@ class ApiClient:
             yield from page.get("results", [])
             if not page.get("next"):
                 return
-            page = self.get(page["next"])
+            page = self.get(_same_server(self.url, page["next"]))
+
+
+def _same_server(base: str, link: str) -> str:
+    """A `next` link's path and query on the server we were given (a proxy in front of the
+    server may make it write another scheme or host into its links)."""
+    parts = urlsplit(link)
+    return f"{base}{parts.path}?{parts.query}"
 
 
 def _json_or_none(response: requests.Response) -> Any:
@@ -92,9 +101,8 @@ def _json_or_none(response: requests.Response) -> Any:
 
 
 def _reason(exc: requests.exceptions.RequestException) -> str:
-    """The innermost reason, without urllib3's long wrapper text."""
-    text = str(exc.args[0] if exc.args else exc)
-    for marker in ("Failed to establish a new connection: ", "Caused by "):
-        if marker in text:
-            text = text.split(marker, 1)[1]
-    return text.rstrip(")'\"").strip() or exc.__class__.__name__
+    """The innermost reason, without urllib3's wrappers: `[Errno 111] Connection refused`."""
+    inner = exc.args[0] if exc.args else exc
+    inner = getattr(inner, "reason", inner)  # urllib3's MaxRetryError wraps the cause
+    text = re.sub(r"^(<[^>]*>|\w+\([^)]*\)): ", "", str(inner))  # the connection object
+    return text.removeprefix("Failed to establish a new connection: ") or type(exc).__name__

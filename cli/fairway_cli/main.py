@@ -67,14 +67,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         client = ApiClient(config.load()) if args.needs_client else None
         return int(args.handler(args, client))
     except CliError as exc:
-        print(f"fairway: error: {_message(exc)}", file=sys.stderr)
+        hint = args.handler is not login.run
+        print(f"fairway: error: {_message(exc, login_hint=hint)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
 
 
-def _message(exc: CliError) -> str:
-    if isinstance(exc, ApiError) and exc.status == 401:
+def _message(exc: CliError, *, login_hint: bool) -> str:
+    if login_hint and isinstance(exc, ApiError) and exc.status == 401:
         return f"{exc} (run `fairway login` with a valid token)"
     return str(exc)
 

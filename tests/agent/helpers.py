@@ -29,14 +29,19 @@ def wait_for(check: Callable[[], T | None], *, timeout: float = DEADLINE, what: 
         time.sleep(0.05)
 
 
+MANAGERS: list[RunManager] = []  # so a failing test leaves no pod behind (conftest.py)
+
+
 def manager(state_dir: Path, *, gpus: int = 4, **kwargs: Any) -> RunManager:
-    return RunManager(
+    runs = RunManager(
         state_dir,
         node_name="n1",
         run_as=resolve_run_as(None, allow_root=True),  # whoever runs the tests
         devices=fake_gpus(gpus, "n1"),
         **kwargs,
     )
+    MANAGERS.append(runs)
+    return runs
 
 
 def pod(code: str) -> list[str]:

@@ -61,19 +61,27 @@ STATIC_FIELDS = (
     "min_pods", "gpus", "cpu", "memory", "groups", "node_selector", "weight", "backoff_limit",
     "spec", "submitted_at",
 )  # fmt: skip
+NODE_FIELDS = (
+    "pk", "name", "pool_id", "gpu_count", "cpu", "memory", "labels", "capabilities", "state",
+    "version",
+)  # fmt: skip
 IN_LIST = 2000  # keys per IN (...) list
 
-# A node whose agent has no container runtime is labelled `containers: "false"` (at
-# registration); every other node counts as able to run images. The engine matches labels
-# by equality, so the snapshot states the label on every node and asks it of every
+# A node whose agent has no container runtime (its hello's capabilities, or a label
+# `containers: "false"`) cannot run images; every other node can. The engine matches
+# labels by equality, so the snapshot states the label on every node and asks it of every
 # workload with an image: its pending reason then names the selector it lacks.
 CONTAINERS_LABEL = "containers"
 
 
-def _node_labels(labels: dict[str, str] | None) -> dict[str, str]:
+def _node_labels(
+    labels: dict[str, str] | None, capabilities: dict[str, Any] | None
+) -> dict[str, str]:
+    """A node's labels, with whether it runs containers stated (from its labels, or what
+    its agent said in hello: `capabilities.containers`)."""
     labels = labels or {}
-    if labels.get(CONTAINERS_LABEL) == "false":
-        return labels
+    if labels.get(CONTAINERS_LABEL) == "false" or (capabilities or {}).get("containers") is False:
+        return {**labels, CONTAINERS_LABEL: "false"}
     return {**labels, CONTAINERS_LABEL: "true"}
 
 
@@ -368,11 +376,7 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
     memo = WorkloadMemo() if memo is None else memo
     pools = list(NodePool.objects.order_by("pk"))
     pool_names = {p.pk: p.name for p in pools}
-    nodes = list(
-        Node.objects.order_by("pk").values(
-            "pk", "name", "pool_id", "gpu_count", "cpu", "memory", "labels", "state", "version"
-        )
-    )
+    nodes = list(Node.objects.order_by("pk").values(*NODE_FIELDS))
     departments = list(
         Department.objects.order_by("pk").values("pk", "name", "rank", "over_quota_weight")
     )
@@ -515,7 +519,7 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
                 gpus=n["gpu_count"],
                 cpu=float(n["cpu"]) or None,
                 memory=float(n["memory"]) or None,
-                labels=_node_labels(n["labels"]),
+                labels=_node_labels(n["labels"], n["capabilities"]),
                 state=_engine_node_state(n["state"]),
             )
             for n in nodes

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
-from fairway_agent.protocol import STOP_CANCEL, STOP_PREEMPT
 from django.utils import timezone
+from fairway_agent.protocol import STOP_CANCEL, STOP_PREEMPT
 
 from scheduler_core.choices import PLACED_STATES, Backend, NodeState, WorkloadStatus
 from scheduler_core.models import Allocation, Node, PodRun, Workload
@@ -184,7 +184,9 @@ class StartMessages:
         self.pods: dict[int, list[Pod]] = defaultdict(list)
         for workload_id, group, pod_index, node_pk, address, name in Allocation.objects.filter(
             workload_id__in=ids
-        ).values_list("workload_id", "group", "pod_index", "node_id", "node__address", "node__name"):
+        ).values_list(
+            "workload_id", "group", "pod_index", "node_id", "node__address", "node__name"
+        ):
             self.pods[workload_id].append(Pod(group, pod_index, address or name, node_pk))
 
     def wanted(self, workload_id: int) -> bool:
@@ -208,10 +210,14 @@ class StartMessages:
             "shell": command if isinstance(command, str) else None,
             "image": spec.get("image") or None,
             "env": distributed_env(
-                workload_id=w.pk, workload_name=w.name, project=w.project.name,
-                group_names=[g["name"] for g in w.pod_groups], pods=pods, pod=pod,
+                workload_id=w.pk,
+                workload_name=w.name,
+                project=w.project.name,
+                group_names=[g["name"] for g in w.pod_groups],
+                pods=pods,
+                pod=pod,
                 spec_env=spec.get("env"),
-            ),  # fmt: skip
+            ),
             "gpus": list(run.gpu_devices or []),
             "gpu_fraction": run.gpu_fraction,
             "workdir": spec.get("workdir") or None,

@@ -82,7 +82,7 @@ def agent_hello(*, node: Node, runs: list[dict[str, Any]]) -> list[int]:
             run_id, epoch = item.get("run"), item.get("epoch")
             if not isinstance(run_id, int) or not isinstance(epoch, int):
                 continue
-            state = item.get("state")
+            state = str(item.get("state"))
             if state in ENDED:
                 _apply(
                     node=node, run_id=run_id, epoch=epoch, state=state,
@@ -104,16 +104,16 @@ def agent_hello(*, node: Node, runs: list[dict[str, Any]]) -> list[int]:
                 keep.append(run.pk)
             elif run.stop_sent_at is None:
                 # not wanted, and not signalled yet: the agent stops it on `welcome`
-                status = Workload.objects.filter(pk=run.workload_id).values_list(
-                    "status", flat=True
-                ).first()
+                status = (
+                    Workload.objects.filter(pk=run.workload_id)
+                    .values_list("status", flat=True)
+                    .first()
+                )
                 PodRun.objects.filter(pk=run.pk).update(
                     state=PodRunState.STOPPING, stop_sent_at=now,
                     stop_reason=run.stop_reason or stop_reason(status),
                 )  # fmt: skip
-        for run in PodRun.objects.filter(node=node, state__in=LIVE_RUN_STATES).exclude(
-            pk__in=seen
-        ):
+        for run in PodRun.objects.filter(node=node, state__in=LIVE_RUN_STATES).exclude(pk__in=seen):
             if run.state == PodRunState.STARTING and run.allocation_id is not None:
                 resend.append(run.pk)  # its start never arrived: send it again
             else:

@@ -162,8 +162,11 @@ def test_cancelling_a_running_workload_signals_its_pods(agents, submit, agent_cl
 def test_an_image_waits_with_the_reason_where_no_node_runs_containers(
     agents, submit, agent_cluster
 ):
-    for node in agent_cluster["nodes"]:
-        node.labels = {"containers": "false"}
+    first, *others = agent_cluster["nodes"]
+    first.labels = {"containers": "false"}  # an admin says so
+    first.save()
+    for node in others:  # their agents said so in hello
+        node.capabilities = {"containers": False}
         node.save()
     w = submit("boxed", gpus=1, spec={"image": "pytorch/pytorch:2.3"})
     agents.cycle()

@@ -85,7 +85,7 @@ def node_lost(*, node: Node, now: datetime) -> None:
 
 def _set_state(node: Node, state: str, reason: str) -> None:
     with transaction.atomic():
-        node = Node.objects.select_for_update().select_related("pool").get(pk=node.pk)
+        node = Node.objects.select_for_update(of=("self",)).select_related("pool").get(pk=node.pk)
         node.state = state
         node.save(update_fields=["state"])  # a new version: decisions on it are re-made
         event_record(

@@ -86,7 +86,12 @@ def _nodes_of(runs: set[int]) -> set[int]:
 
 
 def _reconcile_node(node_id: int, report: ReconcileReport, resend: set[int]) -> None:
-    node = Node.objects.select_for_update().select_related("pool").filter(pk=node_id).first()
+    node = (
+        Node.objects.select_for_update(of=("self",))
+        .select_related("pool")
+        .filter(pk=node_id)
+        .first()
+    )
     if node is None or node.pool.backend != Backend.AGENT:
         return
     live = list(

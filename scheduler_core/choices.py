@@ -11,6 +11,13 @@ class Policy(models.TextChoices):
     PRIORITY = "priority", "Priority (Determined)"
 
 
+class Backend(models.TextChoices):
+    """What runs a pool's pods (docs/agent.md)."""
+
+    SIMULATED = "simulated", "Simulated (runs end after their duration)"
+    AGENT = "agent", "Node agents (real processes)"
+
+
 class Placement(models.TextChoices):
     """Where pods go inside a pool."""
 
@@ -30,6 +37,7 @@ class NodeState(models.TextChoices):
 
     READY = "ready", "Ready"
     CORDONED = "cordoned", "Cordoned"
+    UNREACHABLE = "unreachable", "Unreachable"
     DOWN = "down", "Down"
 
 
@@ -47,6 +55,7 @@ class WorkloadStatus(models.TextChoices):
     """A workload's lifecycle state."""
 
     PENDING = "pending", "Pending"
+    STARTING = "starting", "Starting"
     RUNNING = "running", "Running"
     SUSPENDED = "suspended", "Suspended"
     COMPLETED = "completed", "Completed"
@@ -54,7 +63,9 @@ class WorkloadStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
-ACTIVE_STATES = frozenset({WorkloadStatus.PENDING, WorkloadStatus.RUNNING})
+ACTIVE_STATES = frozenset({WorkloadStatus.PENDING, WorkloadStatus.STARTING, WorkloadStatus.RUNNING})
+# Holding GPUs: placed by the scheduler, whether or not every process has started yet.
+PLACED_STATES = frozenset({WorkloadStatus.STARTING, WorkloadStatus.RUNNING})
 SCHEDULABLE_STATES = ACTIVE_STATES
 TERMINAL_STATES = frozenset(
     {WorkloadStatus.COMPLETED, WorkloadStatus.FAILED, WorkloadStatus.CANCELLED}

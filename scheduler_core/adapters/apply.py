@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler_core.adapters.snapshot import AllocationRow, LiveSnapshot, WorkloadRow, key_chunks
-from scheduler_core.choices import EventType, WorkloadStatus
+from scheduler_core.choices import PLACED_STATES, EventType, WorkloadStatus
 from scheduler_core.db.bulk_writes import insert_rows, update_pending_reasons, update_rows
 from scheduler_core.db.locked_workload import LockedWorkload, lock_workloads
 from scheduler_core.engine import (
@@ -216,12 +216,15 @@ class Applier:
                  pod.gpu_fraction, self.now)
             )  # fmt: skip
 
-    def _start_run(self, w: LockedWorkload, row: WorkloadRow, gpus: float) -> None:
-        """A run on `gpus` GPUs starts now: note when it ends, if the backend knows."""
+    def _start_run(self, w: LockedWorkload, row: WorkloadRow, gpus: float, pool: str) -> None:
+        """A run on `gpus` GPUs in `pool` starts now: the workload is running, or starting
+        where the backend waits for its executor; note when it ends, if the backend knows."""
+        pool_id = self.live.pool_ids.get(pool)
+        w.status = self.backend.placed_status(pool_id=pool_id)
         w.started_at = self.now
         end = self.backend.run_started(
-            workload_id=w.pk, spec=row.spec, progress=w.progress_seconds, started_at=self.now,
-            gpus=gpus,
+            workload_id=w.pk, pool_id=pool_id, spec=row.spec, progress=w.progress_seconds,
+            started_at=self.now, gpus=gpus,
         )  # fmt: skip
         if end is not None:
             self.outcome.run_ends[w.pk] = end
@@ -237,9 +240,8 @@ class Applier:
 
     def _allocate(self, d: Allocate, w: LockedWorkload, row: WorkloadRow) -> None:
         self._add_pods(w, d.pods, {})
-        w.status = WorkloadStatus.RUNNING
         gpus = _gpus_of(d.pods)
-        self._start_run(w, row, gpus)
+        self._start_run(w, row, gpus, d.pool)
         w.pending_reason = ""
         w.pending_reason_kind = ""
         w.queue_position = None
@@ -283,7 +285,7 @@ class Applier:
         self._stop_run(w, row)
         self._add_pods(w, d.pods, {})
         # a moved workload restarts (from its checkpoint, if any)
-        self._start_run(w, row, _gpus_of(d.pods))
+        self._start_run(w, row, _gpus_of(d.pods), d.pool)
         nodes = self._nodes_of(d.pods)
         after = sorted(set(nodes))
         self._event(
@@ -323,7 +325,7 @@ class Applier:
         )  # fmt: skip
 
     def _fail(self, d: Fail, w: LockedWorkload, row: WorkloadRow) -> None:
-        if w.status == WorkloadStatus.RUNNING:
+        if w.status in PLACED_STATES:
             self.outcome.stopped_runs.add(w.pk)
             self.deleted_allocations.extend(a.pk for a in row.allocations)
         w.status = WorkloadStatus.FAILED

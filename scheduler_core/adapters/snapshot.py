@@ -18,9 +18,17 @@ from typing import Any
 
 from django.db.models import Q
 
-from scheduler_core.choices import ACTIVE_STATES, FairshareMode, WorkloadStatus
+from scheduler_core.choices import (
+    ACTIVE_STATES,
+    PLACED_STATES,
+    FairshareMode,
+    NodeState,
+    WorkloadStatus,
+)
 from scheduler_core.engine.resources import UNLIMITED, Resources
 from scheduler_core.engine.snapshot import (
+    NODE_CORDONED,
+    STATUS_RUNNING,
     ClusterSnapshot,
     NodeSpec,
     PodGroupSpec,
@@ -53,7 +61,42 @@ STATIC_FIELDS = (
     "min_pods", "gpus", "cpu", "memory", "groups", "node_selector", "weight", "backoff_limit",
     "spec", "submitted_at",
 )  # fmt: skip
+NODE_FIELDS = (
+    "pk", "name", "pool_id", "gpu_count", "cpu", "memory", "labels", "capabilities", "state",
+    "version",
+)  # fmt: skip
 IN_LIST = 2000  # keys per IN (...) list
+
+# A node whose agent has no container runtime (its hello's capabilities, or a label
+# `containers: "false"`) cannot run images; every other node can. The engine matches
+# labels by equality, so the snapshot states the label on every node and asks it of every
+# workload with an image: its pending reason then names the selector it lacks.
+CONTAINERS_LABEL = "containers"
+
+
+def _node_labels(
+    labels: dict[str, str] | None, capabilities: dict[str, Any] | None
+) -> dict[str, str]:
+    """A node's labels, with whether it runs containers stated (from its labels, or what
+    its agent said in hello: `capabilities.containers`)."""
+    labels = labels or {}
+    if labels.get(CONTAINERS_LABEL) == "false" or (capabilities or {}).get("containers") is False:
+        return {**labels, CONTAINERS_LABEL: "false"}
+    return {**labels, CONTAINERS_LABEL: "true"}
+
+
+def _node_selector(selector: dict[str, str] | None, spec: dict[str, Any] | None) -> dict[str, str]:
+    """A workload's selector, with a container runtime asked of its nodes when it has an
+    image."""
+    selector = selector or {}
+    if (spec or {}).get("image"):
+        return {**selector, CONTAINERS_LABEL: "true"}
+    return selector
+
+
+def _engine_node_state(state: str) -> str:
+    """An unreachable node keeps its pods but takes no new ones: cordoned, for the engine."""
+    return NODE_CORDONED if state == NodeState.UNREACHABLE else state
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +146,7 @@ class LiveSnapshot:
     queue_owners: dict[str, tuple[str, int]]
     workloads: dict[int, WorkloadRow]
     project_departments: dict[int, int]
+    pool_backends: dict[int, str] = field(default_factory=dict)  # pool id -> choices.Backend
 
     def node_id(self, name: str) -> int:
         return self.node_ids[name]
@@ -296,7 +340,7 @@ def _read_static(pks: list[int]) -> dict[int, StaticPart]:
             priority=r["priority"],
             preemptible=r["preemptible"],
             groups=_groups(r),
-            node_selector=r["node_selector"] or {},
+            node_selector=_node_selector(r["node_selector"], r["spec"]),
             weight=r["weight"],
             backoff_limit=r["backoff_limit"],
             spec=r["spec"] or {},
@@ -332,11 +376,7 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
     memo = WorkloadMemo() if memo is None else memo
     pools = list(NodePool.objects.order_by("pk"))
     pool_names = {p.pk: p.name for p in pools}
-    nodes = list(
-        Node.objects.order_by("pk").values(
-            "pk", "name", "pool_id", "gpu_count", "cpu", "memory", "labels", "state", "version"
-        )
-    )
+    nodes = list(Node.objects.order_by("pk").values(*NODE_FIELDS))
     departments = list(
         Department.objects.order_by("pk").values("pk", "name", "rank", "over_quota_weight")
     )
@@ -431,7 +471,7 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
         project = queue_keys[("project", part.project_id)]
         candidates = tuple(pool_names[p] for p in part.pool_ids)
         pods = allocations.get(pk, [])
-        if status == WorkloadStatus.RUNNING:
+        if status in PLACED_STATES:  # starting or running: it holds its GPUs either way
             placements = tuple(
                 PodPlacement(a.group, node_names[a.node_id], a.gpu_devices, a.gpu_fraction)
                 for a in pods
@@ -439,7 +479,7 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
             pool = pool_names[node_pools[pods[0].node_id]] if pods else None
             workload_specs.append(
                 _workload_spec(
-                    pk, part, project, candidates, status, restarts, placements, pool,
+                    pk, part, project, candidates, STATUS_RUNNING, restarts, placements, pool,
                     epoch(started),
                 )
             )  # fmt: skip
@@ -479,8 +519,8 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
                 gpus=n["gpu_count"],
                 cpu=float(n["cpu"]) or None,
                 memory=float(n["memory"]) or None,
-                labels=n["labels"] or {},
-                state=n["state"],
+                labels=_node_labels(n["labels"], n["capabilities"]),
+                state=_engine_node_state(n["state"]),
             )
             for n in nodes
         ),
@@ -499,6 +539,7 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
         queue_owners={key: owner for owner, key in queue_keys.items()},
         workloads=workload_rows,
         project_departments=project_departments,
+        pool_backends={p.pk: p.backend for p in pools},
     )
 
 

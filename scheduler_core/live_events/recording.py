@@ -25,7 +25,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
-from scheduler_core.choices import WorkloadStatus
+from scheduler_core.choices import PLACED_STATES, WorkloadStatus
 from scheduler_core.db.locked_workload import LockedWorkload
 from scheduler_core.live_events import publisher as event_publisher
 from scheduler_core.live_events import watched_groups
@@ -154,7 +154,7 @@ def event_record(
 
 def _current_nodes(workload: Workload) -> list[str]:
     """Node of each placed pod (group by group), for events recorded without a state."""
-    if workload.status not in (WorkloadStatus.RUNNING, WorkloadStatus.SUSPENDED):
+    if workload.status not in (*PLACED_STATES, WorkloadStatus.SUSPENDED):
         return []
     return list(
         workload.allocations.order_by("group", "pod_index").values_list("node__name", flat=True)

@@ -10,6 +10,7 @@
    (versions re-checked under select_for_update), their events, pending reasons and
    positions, QueueState rows, usage samples when due, and a CycleRecord. A worker
    killed before the commit leaves the database as it was; its lock dies with it.
+   After the commit the backend acts on them (`after_commit`: agents start and stop pods).
 5. Release the lock; run one follow-up if anyone asked for it meanwhile.
 
 Workers run cycles through `run_scheduling_loop`: back to back under one lock while
@@ -45,7 +46,7 @@ from scheduler_core.loop.locks import CycleLock, new_cycle_lock
 from scheduler_core.loop.timing import run_weight, start_delay
 from scheduler_core.models import CycleRecord
 from scheduler_core.runtime import execution_backend
-from scheduler_core.runtime.interface import RunEnd
+from scheduler_core.runtime.interface import ExecutionBackend, RunEnd
 from scheduler_core.runtime.usage import record_usage, usage_due
 
 logger = logging.getLogger(__name__)
@@ -249,6 +250,7 @@ def _run_locked(lock: CycleLock, now: datetime | None, state: LoopState) -> Cycl
                 },
             },
         )
+    _after_commit(backend)
     if refresh is not None and refresh.limit is not None:
         _refresh_continues(outcome.refresh_resume_after)
     if outcome.dropped:
@@ -257,6 +259,15 @@ def _run_locked(lock: CycleLock, now: datetime | None, state: LoopState) -> Cycl
         ran=True, record=record, outcome=outcome, completed=outcome.completed,
         run_ends=_run_ends(runs.going, outcome), idle_gpus=result.idle_gpus,
     )  # fmt: skip
+
+
+def _after_commit(backend: ExecutionBackend) -> None:
+    """Let the backend act on the committed decisions (agents: start and stop pods). A
+    failure there does not undo the cycle: the next cycle, report or tick tries again."""
+    try:
+        backend.after_commit()
+    except Exception:
+        logger.exception("the %s backend failed after the cycle's commit", backend.name)
 
 
 def _run_ends(going: list[RunEnd], outcome: ApplyOutcome) -> list[RunEnd]:

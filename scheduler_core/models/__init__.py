@@ -1,6 +1,15 @@
 """Fairway's domain model. Each module holds one area; everything is re-exported here."""
 
 from scheduler_core.models.accounts import ApiToken, IdempotencyKey
+from scheduler_core.models.agents import (
+    GpuSample,
+    JoinToken,
+    LogChunk,
+    NodeCredential,
+    PodRun,
+    PodRunState,
+    RunUsageSample,
+)
 from scheduler_core.models.cluster import Node, NodePool
 from scheduler_core.models.events import SchedulingEvent, UsageSample
 from scheduler_core.models.org import Department, DepartmentMembership, Project, ProjectMembership
@@ -15,13 +24,20 @@ __all__ = [
     "CycleRecord",
     "Department",
     "DepartmentMembership",
+    "GpuSample",
     "IdempotencyKey",
+    "JoinToken",
+    "LogChunk",
     "Node",
+    "NodeCredential",
     "NodePool",
+    "PodRun",
+    "PodRunState",
     "Project",
     "ProjectMembership",
     "QueueState",
     "Quota",
+    "RunUsageSample",
     "SchedulingEvent",
     "Simulation",
     "UsageSample",

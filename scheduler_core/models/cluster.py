@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from scheduler_core.choices import FairshareMode, NodeState, Placement, Policy
+from scheduler_core.choices import Backend, FairshareMode, NodeState, Placement, Policy
 from scheduler_core.models.versioned import VersionedModel
 
 
@@ -49,6 +49,13 @@ class NodePool(models.Model):
     time_based_window = models.PositiveIntegerField(default=604800)
     time_based_half_life = models.PositiveIntegerField(default=86400)
     time_based_k = models.FloatField(default=1.0, validators=[MinValueValidator(0)])
+    backend = models.CharField(
+        max_length=16, choices=Backend.choices, default=Backend.SIMULATED,
+        help_text="What runs this pool's pods: the simulator, or node agents.",
+    )  # fmt: skip
+    grace_period = models.PositiveIntegerField(
+        default=30, help_text="Seconds between SIGTERM and SIGKILL when a pod is stopped."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -87,12 +94,24 @@ class Node(VersionedModel):
     labels = models.JSONField(default=dict, blank=True)
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY)
     last_heartbeat = models.DateTimeField(null=True, blank=True)
+    address = models.CharField(
+        max_length=255, blank=True, help_text="Where its pods reach each other (agent)."
+    )
+    devices = models.JSONField(
+        default=list, blank=True,
+        help_text="GPUs its agent found: [{index, uuid, model, memory_mib}].",
+    )  # fmt: skip
+    capabilities = models.JSONField(default=dict, blank=True)
+    agent_version = models.CharField(max_length=32, blank=True)
+    last_epoch = models.PositiveBigIntegerField(
+        default=0, help_text="The last run epoch given to its agent."
+    )
     version = models.PositiveIntegerField(default=0, help_text="Bumped on every state change.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = NodeQuerySet.as_manager()
 
-    UNVERSIONED_FIELDS = frozenset({"last_heartbeat"})
+    UNVERSIONED_FIELDS = frozenset({"last_heartbeat", "last_epoch", "agent_version"})
 
     class Meta:
         ordering = ["pool__name", "name"]

@@ -2,7 +2,10 @@
 runs the pods they place (a simulator today; a node agent or Slurm behind the same seam).
 
 The loop and the apply step only state facts ("this run started", "this run was stopped")
-and ask the backend which runs ended; they never look at how a backend decides that.
+and ask the backend which runs ended; they never look at how a backend decides that. A
+backend that starts runs elsewhere (node agents; Slurm later) says that a placed workload
+is only `starting` until its executor reports it running, and does its own work (starts,
+stops) once the cycle's decisions are committed (`after_commit`).
 """
 
 from __future__ import annotations
@@ -53,10 +56,17 @@ class ExecutionBackend(Protocol):
         """The runs of `live` that ended by `now` (removed from it) and those going."""
         ...
 
+    def placed_status(self, *, pool_id: int | None) -> str:
+        """The status a workload takes when the scheduler places it in pool `pool_id`:
+        `running` where the backend runs it at once (the simulator), `starting` where its
+        executor reports when its processes run (WorkloadStatus values)."""
+        ...
+
     def run_started(
         self,
         *,
         workload_id: int,
+        pool_id: int | None,
         spec: dict[str, Any] | None,
         progress: float,
         started_at: datetime,
@@ -74,4 +84,10 @@ class ExecutionBackend(Protocol):
         stopped_at: datetime,
     ) -> float:
         """Seconds of progress a workload keeps when its run is stopped early."""
+        ...
+
+    def after_commit(self) -> None:
+        """The cycle's decisions are committed: act on them (start placed pods, stop those
+        that lost their place). Called by the loop after each cycle; nothing to do for a
+        backend whose runs are only bookkeeping."""
         ...

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from scheduler_core.choices import WorkloadStatus
 from scheduler_core.runtime.interface import EndedRuns, RunEnd
 from scheduler_core.runtime.simulated import progress_kept
 
@@ -25,12 +26,19 @@ class ReportedBackend:
         self,
         *,
         workload_id: int,
+        pool_id: int | None = None,
         spec: dict[str, Any] | None,
         progress: float,
         started_at: datetime,
         gpus: float,
     ) -> RunEnd | None:
         return None
+
+    def placed_status(self, *, pool_id: int | None) -> str:
+        return WorkloadStatus.RUNNING  # its run starts with the placement
+
+    def after_commit(self) -> None:
+        pass
 
     # a stopped run keeps its last checkpoint (the spec's `checkpoint_every`), whoever ran it
     progress_kept = staticmethod(progress_kept)

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.utils import timezone
 
-from scheduler_core.choices import WorkloadStatus
+from scheduler_core.choices import Backend, WorkloadStatus
 from scheduler_core.models import Workload
 from scheduler_core.runtime.interface import EndedRun, EndedRuns, RunEnd
 from scheduler_core.services.runtime import Completion, workloads_complete
 
 if TYPE_CHECKING:
-    from scheduler_core.adapters.snapshot import LiveSnapshot
+    from scheduler_core.adapters.snapshot import LiveSnapshot, WorkloadRow
 
 
 def spec_seconds(spec: dict[str, Any] | None, key: str) -> float | None:
@@ -66,10 +66,15 @@ def progress_kept(
 
 
 def simulated_runs() -> list[Completion]:
-    """Every running workload with a simulated duration, and when its run ends (one query)."""
-    rows = Workload.objects.filter(
-        status=WorkloadStatus.RUNNING, started_at__isnull=False, spec__has_key="duration"
-    ).values_list("pk", "started_at", "progress_seconds", "spec")
+    """Every running workload with a simulated duration, and when its run ends (one query);
+    workloads on agent pools end when their agents say so, whatever their spec."""
+    rows = (
+        Workload.objects.filter(
+            status=WorkloadStatus.RUNNING, started_at__isnull=False, spec__has_key="duration"
+        )
+        .exclude(allocations__node__pool__backend=Backend.AGENT)
+        .values_list("pk", "started_at", "progress_seconds", "spec")
+    )
     runs = []
     for pk, started_at, progress, spec in rows:
         assert started_at is not None  # (filtered)
@@ -96,9 +101,20 @@ def complete_due(*, now: datetime | None = None, request: bool = True) -> int:
 
 
 class SimulatedBackend:
-    """Runs end after their spec's `duration`, counted from their last (re)start."""
+    """Runs end after their spec's `duration`, counted from their last (re)start.
+
+    `pools`: the pool ids whose runs it serves (None: every pool); a workload placed
+    elsewhere is left to the backend serving that pool."""
 
     name = "simulated"
+
+    def __init__(self, pools: frozenset[int] | None = None) -> None:
+        self.pools = pools
+
+    def _serves(self, live: LiveSnapshot, row: WorkloadRow) -> bool:
+        if self.pools is None or not row.allocations:
+            return True
+        return live.node_pools.get(row.allocations[0].node_id) in self.pools
 
     def take_ended_runs(self, live: LiveSnapshot, now: datetime) -> EndedRuns:
         """Split the snapshot's simulated runs at `now`; the ended ones leave `live` (its
@@ -106,6 +122,8 @@ class SimulatedBackend:
         runs = EndedRuns()
         for row in live.workloads.values():
             if row.status != WorkloadStatus.RUNNING or row.started_at is None:
+                continue
+            if not self._serves(live, row):
                 continue
             end = due_at(spec=row.spec, progress=row.progress_seconds, started_at=row.started_at)
             if end is None:
@@ -130,6 +148,7 @@ class SimulatedBackend:
         self,
         *,
         workload_id: int,
+        pool_id: int | None = None,
         spec: dict[str, Any] | None,
         progress: float,
         started_at: datetime,
@@ -137,6 +156,12 @@ class SimulatedBackend:
     ) -> RunEnd | None:
         end = due_at(spec=spec, progress=progress, started_at=started_at)
         return None if end is None else RunEnd(workload_id, end, gpus)
+
+    def placed_status(self, *, pool_id: int | None) -> str:
+        return WorkloadStatus.RUNNING  # its run starts with the placement
+
+    def after_commit(self) -> None:
+        pass
 
     # a stopped run keeps its last checkpoint (the spec's `checkpoint_every`), whoever ran it
     progress_kept = staticmethod(progress_kept)

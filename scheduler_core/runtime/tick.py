@@ -1,5 +1,6 @@
-"""The runtime tick (beat runs it every few seconds): heartbeats, silent nodes, simulated
-runs that ended while no cycle ran, and housekeeping of old history."""
+"""The runtime tick (beat runs it every few seconds): heartbeats, silent nodes (agent
+nodes: unreachable, then down), simulated runs that ended while no cycle ran, agent
+starts and stops still owed, and housekeeping of old history."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from scheduler_core.models import CycleRecord, IdempotencyKey, NodePool, UsageSample
+from scheduler_core.runtime.agent.liveness import check_agent_nodes
+from scheduler_core.runtime.agent.reconcile import reconcile
 from scheduler_core.runtime.heartbeats import mark_silent_nodes_down, refresh_simulated_heartbeats
 from scheduler_core.runtime.simulated import complete_due
 
@@ -40,6 +43,7 @@ class TickReport:
 
     completed: int = 0
     nodes_down: list[str] = field(default_factory=list)
+    nodes_unreachable: list[str] = field(default_factory=list)
 
 
 def tick(now: datetime | None = None) -> TickReport:
@@ -52,6 +56,10 @@ def tick(now: datetime | None = None) -> TickReport:
     if settings.SIMULATED_NODES:
         refresh_simulated_heartbeats(now)
     report.nodes_down = [n.name for n in mark_silent_nodes_down(now)]
+    agents = check_agent_nodes(now)
+    report.nodes_down += agents.down
+    report.nodes_unreachable = agents.unreachable
+    reconcile()  # a safety net: starts and stops that a lost message or a crash left owed
     report.completed = complete_due(now=now)
     if _prune_now():
         prune_history(now)

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Q
 
-from scheduler_core.choices import EventType, WorkloadStatus
+from scheduler_core.choices import PLACED_STATES, EventType
 from scheduler_core.models import Allocation, NodePool, SchedulingEvent, Workload
 
 STARTS = {EventType.ALLOCATED, EventType.EXPANDED, EventType.SHRUNK, EventType.MOVED}
@@ -65,9 +65,7 @@ def allocation_history(
     # Workloads holding GPUs since before the window, with what they hold now.
     held_now: dict[int, tuple[str, float]] = {}
     running = Allocation.objects.filter(
-        workload__in=workloads.filter(status=WorkloadStatus.RUNNING, started_at__lt=since).values(
-            "pk"
-        )
+        workload__in=workloads.filter(status__in=PLACED_STATES, started_at__lt=since).values("pk")
     ).select_related("workload__project")
     if pool is not None:
         running = running.filter(node__pool=pool)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, Sum
 
-from scheduler_core.choices import NodeState, WorkloadStatus
+from scheduler_core.choices import PLACED_STATES, NodeState, WorkloadStatus
 from scheduler_core.models import Allocation, Department, Node, NodePool, Project, Workload
 
 
@@ -55,7 +55,7 @@ def pool_summaries() -> list[PoolSummary]:
         )
     running: dict[int, int] = {}
     for counted in (
-        Allocation.objects.filter(workload__status=WorkloadStatus.RUNNING)
+        Allocation.objects.filter(workload__status__in=PLACED_STATES)
         .values("node__pool_id")
         .annotate(w=Count("workload_id", distinct=True))
     ):
@@ -105,6 +105,6 @@ def cluster_overview() -> dict:
         "departments": Department.objects.count(),
         "projects": Project.objects.count(),
         "workloads": counts,
-        "running": counts.get(WorkloadStatus.RUNNING, 0),
+        "running": sum(counts.get(s, 0) for s in PLACED_STATES),  # starting ones hold GPUs too
         "pending": counts.get(WorkloadStatus.PENDING, 0),
     }

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from scheduler_core.choices import EventType, WorkloadStatus
+from scheduler_core.choices import PLACED_STATES, EventType, WorkloadStatus
 from scheduler_core.db.bulk_writes import update_rows
 from scheduler_core.db.locked_workload import LockedWorkload
 from scheduler_core.live_events.batch import EventBatch
@@ -67,7 +67,8 @@ def finish_run(
 def workloads_complete(
     *, completions: Sequence[Completion], request: bool = True
 ) -> list[Workload]:
-    """Mark running workloads completed at once (one transaction, constant queries).
+    """Mark running (or starting) workloads completed at once (one transaction, constant
+    queries).
 
     Workloads that are no longer running, or that restarted after the run that finished,
     are left alone. Returns the workloads completed.
@@ -79,7 +80,7 @@ def workloads_complete(
         workloads = [
             w
             for w in Workload.objects.select_for_update()
-            .filter(pk__in=list(wanted), status=WorkloadStatus.RUNNING)
+            .filter(pk__in=list(wanted), status__in=PLACED_STATES)
             .order_by("pk")
             .only(*COMPLETION_FIELDS)
             if w.started_at == wanted[w.pk].started_at
@@ -131,7 +132,7 @@ def workload_fail(*, workload: Workload, reason: str, at: datetime | None = None
     """The runtime reports that a workload failed for good (its pods are freed)."""
     with transaction.atomic():
         workload = Workload.objects.select_for_update().get(pk=workload.pk)
-        if workload.status not in (WorkloadStatus.RUNNING, WorkloadStatus.PENDING):
+        if workload.status not in (*PLACED_STATES, WorkloadStatus.PENDING):
             raise ValidationError(
                 {
                     "status": f"only pending or running workloads can fail; "

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from scheduler_core import access
 from scheduler_core.choices import (
+    PLACED_STATES,
     TERMINAL_STATES,
     EventType,
     WorkloadKind,
@@ -346,7 +347,7 @@ def workload_suspend(*, user, workload: Workload) -> Workload:
     _require_actor(user, workload)
     with transaction.atomic():
         workload = _locked(workload)
-        if workload.status not in (WorkloadStatus.PENDING, WorkloadStatus.RUNNING):
+        if workload.status not in (WorkloadStatus.PENDING, *PLACED_STATES):
             raise Conflict(
                 {
                     "status": f"only pending or running workloads can be "

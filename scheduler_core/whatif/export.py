@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from scheduler_core.choices import NodeState, WorkloadStatus
+from scheduler_core.choices import PLACED_STATES, NodeState, WorkloadStatus
 from scheduler_core.models import (
     Allocation,
     Department,
@@ -45,7 +45,7 @@ def scenario_from_live_cluster(*, now: datetime | None = None, name: str = "live
     projects = list(Project.objects.select_related("department").order_by("name"))
     quotas = list(Quota.objects.select_related("pool", "department", "project"))
     workloads = list(
-        Workload.objects.filter(status__in=[WorkloadStatus.PENDING, WorkloadStatus.RUNNING])
+        Workload.objects.filter(status__in=[WorkloadStatus.PENDING, *PLACED_STATES])
         .select_related("project")
         .prefetch_related(
             Prefetch(
@@ -163,7 +163,7 @@ def _queue(owner: Department | Project, quotas: list[Quota]) -> dict[str, Any]:
 
 def running_for(workload: Workload, *, now: datetime) -> float:
     """Seconds since a running workload (re)started; 0 for a pending one."""
-    if workload.status != WorkloadStatus.RUNNING or workload.started_at is None:
+    if workload.status not in PLACED_STATES or workload.started_at is None:
         return 0.0
     return round(max((now - workload.started_at).total_seconds(), 0.0), 3)
 
@@ -216,7 +216,7 @@ def _workload(
         data["backoff_limit"] = max(workload.backoff_limit - workload.restarts, 0)
     placed = [a.node.name for a in workload.allocations.all()]
     # A pod left on a node that just went down is about to be evicted: copy it as pending.
-    if workload.status == WorkloadStatus.RUNNING and placed and set(placed) <= up_nodes:
+    if workload.status in PLACED_STATES and placed and set(placed) <= up_nodes:
         data["running_on"] = placed
         data["started_at"] = -running_for(workload, now=now)
     return data

@@ -196,9 +196,10 @@
     setCell(row, "reason", waiting ? (state.reason || "") : "");
     setCell(row, "position", waiting && state.queue_position != null ? "#" + state.queue_position : "—");
     if (state.priority != null) setCell(row, "priority", String(state.priority));
-    if (state.status === "running" && state.nodes) {
+    var placed = state.status === "running" || state.status === "starting";
+    if (placed && state.nodes) {
       setCell(row, "nodes", uniqueNodes(state.nodes) || "—");
-    } else if (state.status !== "running") {
+    } else if (!placed) {
       setCell(row, "nodes", "—");
     }
     row.classList.remove("flash");

@@ -1,0 +1,152 @@
+"""Reconcile: a GPU is given to the next pod only once its previous process is gone, a
+pod that lost its place is told to stop once, and an agent that reconnects keeps only the
+runs still wanted (docs/agent.md, "Desired and actual state: reconcile")."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from scheduler_core.choices import WorkloadStatus
+from scheduler_core.loop.cycle import run_cycle
+from scheduler_core.models import Node
+from scheduler_core.models.agents import PodRunState
+from scheduler_core.runtime.agent.reconcile import reconcile
+from scheduler_core.runtime.tick import tick
+from tests import factories
+from tests.runtime.agent.conftest import assert_no_device_held_twice, runs_of
+
+
+def _reload(w):
+    w.refresh_from_db()
+    return w
+
+
+def test_a_reclaimed_gpu_starts_its_new_pod_only_after_the_old_process_exits(
+    agents, submit, agent_cluster
+):
+    # nlp has no quota: it borrows the whole pool, then vision takes its quota back
+    borrowers = [submit(f"borrow-{i}", gpus=4, project="nlp") for i in range(3)]
+    agents.cycle()
+    for w in borrowers:
+        for run in runs_of(w):
+            agents.report(run, "running")
+    assert all(_reload(w).status == WorkloadStatus.RUNNING for w in borrowers)
+    mark = len(agents.sent)
+
+    owner = submit("owner", gpus=4, project="vision")
+    agents.cycle()
+    assert_no_device_held_twice()
+    evicted = [w for w in borrowers if _reload(w).status == WorkloadStatus.PENDING]
+    assert evicted, "vision reclaims its quota"
+    assert _reload(owner).status == WorkloadStatus.STARTING
+    assert runs_of(owner) == []  # its GPUs are still releasing
+    signals = agents.signals(mark)
+    victim_runs = [r for w in evicted for r in runs_of(w)]
+    assert {m.body["run"] for m in signals} == {r.pk for r in victim_runs}
+    assert {m.body["reason"] for m in signals} == {"preempt"}
+    assert all(m.body["grace_period"] == 10 for m in signals)
+
+    agents.cycle()  # nothing changes while the victim still runs
+    assert runs_of(owner) == []
+    for run in victim_runs:
+        agents.report(run, "exited", exit_code=143, signal="SIGTERM")
+        assert_no_device_held_twice()
+    (run,) = runs_of(owner)
+    assert run.state == PodRunState.STARTING
+    assert [m.body["run"] for m in agents.starts(mark)] == [run.pk]
+    for w in evicted:  # stopped by Fairway: re-queued, whatever the exit code
+        w = _reload(w)
+        assert w.status == WorkloadStatus.PENDING and w.restarts == 0
+
+
+def test_epochs_rise_per_node_and_reconcile_is_idempotent(agents, submit, agent_cluster):
+    Node.objects.update(last_epoch=41)  # as if 41 runs were started on each node
+    w = submit("two", gpus=1, pods=2)
+    agents.cycle()
+    first, second = runs_of(w)
+    assert first.node_id == second.node_id  # bin-packed
+    assert sorted([first.epoch, second.epoch]) == [42, 43]
+    assert Node.objects.get(pk=first.node_id).last_epoch == 43
+    sent = len(agents.sent)
+    agents.settle(reconcile)
+    agents.settle(reconcile)
+    assert len(agents.sent) == sent and len(runs_of(w)) == 2
+
+
+def test_hello_keeps_wanted_runs_resends_owed_starts_and_drops_the_rest(
+    agents, submit, agent_cluster
+):
+    w = submit("pair", gpus=2, pods=2)
+    agents.cycle()
+    first, second = runs_of(w)
+    assert first.node_id == second.node_id  # bin-packed
+    agents.report(first, "running")
+    node = first.node
+    mark = len(agents.sent)
+    runs = [
+        {"run": first.pk, "epoch": first.epoch, "state": "running", "exit_code": None,
+         "signal": None, "log_size": 10},
+        {"run": 99999, "epoch": 1, "state": "running", "exit_code": None, "signal": None,
+         "log_size": 0},
+    ]  # fmt: skip
+    keep = agents.hello(node, runs)
+    assert keep == [first.pk]  # the unknown run is not kept
+    (again,) = agents.starts(mark)  # a start the agent never got goes again, unchanged
+    assert (again.body["run"], again.body["epoch"]) == (second.pk, second.epoch)
+    assert len(runs_of(w)) == 2
+    assert _reload(w).status == WorkloadStatus.STARTING
+
+
+def test_hello_without_a_running_run_loses_it_and_re_queues_its_workload(
+    agents, submit, agent_cluster
+):
+    w = submit("gone", gpus=1)
+    agents.cycle()
+    (run,) = runs_of(w)
+    agents.report(run, "running")
+    assert agents.hello(run.node, []) == []
+    run.refresh_from_db()
+    assert run.state == PodRunState.LOST
+    w = _reload(w)
+    assert w.status == WorkloadStatus.PENDING and w.restarts == 1
+    assert "no longer has this run" in w.pending_reason
+
+
+def test_hello_reporting_an_exit_applies_it(agents, submit):
+    w = submit("quick", gpus=1)
+    agents.cycle()
+    (run,) = runs_of(w)
+    keep = agents.hello(
+        run.node,
+        [{"run": run.pk, "epoch": run.epoch, "state": "exited", "exit_code": 0,
+          "signal": None, "log_size": 5}],
+    )  # fmt: skip
+    assert keep == []
+    assert _reload(w).status == WorkloadStatus.COMPLETED
+
+
+def test_simulated_pools_are_left_alone(agents, db):
+    pool = factories.pool("sim")
+    factories.node(pool, "sim-1")
+    dept = factories.department("d")
+    proj = factories.project(dept, "p")
+    factories.quota(dept, pool, gpus=8)
+    factories.quota(proj, pool, gpus=8)
+    w = factories.workload(proj, "w", spec={"duration": 60})
+    agents.cycle()
+    assert _reload(w).status == WorkloadStatus.RUNNING
+    assert agents.sent == [] and runs_of(w) == []
+
+
+def test_an_agent_run_ends_only_when_reported_whatever_its_spec_says(agents, submit, settings):
+    settings.AGENT_UNREACHABLE_AFTER = settings.AGENT_LOST_AFTER = 10 * 3600  # agents heard
+    w = submit("timed", gpus=1, spec={"duration": 1})
+    agents.cycle()
+    (run,) = runs_of(w)
+    agents.report(run, "running")
+    later = timezone.now() + timedelta(hours=1)
+    agents.settle(tick, now=later)
+    agents.settle(run_cycle, now=later)
+    assert _reload(w).status == WorkloadStatus.RUNNING

@@ -145,7 +145,10 @@ class NodeAdmin(RequestsCycle):
     list_filter = ["pool", "state", "gpu_model"]
     search_fields = ["name", "gpu_model"]
     list_select_related = ["pool"]
-    readonly_fields = ["state", "last_heartbeat", "version"]
+    readonly_fields = [
+        "state", "last_heartbeat", "version", "address", "devices", "capabilities",
+        "agent_version", "last_epoch",
+    ]  # fmt: skip
     actions = [
         _service_action(node_cordon, "node", "Cordon selected nodes"),
         _service_action(node_uncordon, "node", "Uncordon selected nodes"),
@@ -299,3 +302,62 @@ class WorkloadCandidatePoolAdmin(admin.ModelAdmin):
     list_display = ["workload", "pool", "preference"]
     list_filter = ["pool"]
     search_fields = ["workload__name"]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """What agents report: looked at here, never edited (the agents and services write it)."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(models.JoinToken)
+class JoinTokenAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "pool", "description", "created_by", "created_at", "revoked_at"]
+    list_filter = ["pool"]
+    search_fields = ["description", "prefix"]
+    readonly_fields = ["key_hash", "prefix", "last_used_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # made by the pool page, the API or `manage.py agent_token` (shown once)
+
+
+@admin.register(models.NodeCredential)
+class NodeCredentialAdmin(admin.ModelAdmin):
+    list_display = ["node", "prefix", "created_at", "revoked_at", "last_used_at"]
+    search_fields = ["node__name"]
+    readonly_fields = ["node", "key_hash", "prefix", "created_at", "last_used_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # made when an agent registers
+
+
+@admin.register(models.PodRun)
+class PodRunAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "workload", "node", "group", "pod_index", "epoch", "state",
+                    "exit_code", "signal", "started_at", "ended_at"]  # fmt: skip
+    list_filter = ["state", "node"]
+    search_fields = ["workload__name", "node__name"]
+    list_select_related = ["workload", "node"]
+
+
+@admin.register(models.LogChunk)
+class LogChunkAdmin(ReadOnlyAdmin):
+    list_display = ["run", "offset"]
+    search_fields = ["run__workload__name"]
+
+
+@admin.register(models.GpuSample)
+class GpuSampleAdmin(ReadOnlyAdmin):
+    list_display = ["node", "index", "at", "utilization", "memory_used_mib"]
+    list_filter = ["node"]
+    search_fields = ["node__name"]
+
+
+@admin.register(models.RunUsageSample)
+class RunUsageSampleAdmin(ReadOnlyAdmin):
+    list_display = ["run", "at", "cpu_percent", "rss_mib"]
+    search_fields = ["run__workload__name"]

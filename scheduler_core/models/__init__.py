@@ -7,7 +7,6 @@ from scheduler_core.models.agents import (
     LogChunk,
     NodeCredential,
     PodRun,
-    PodRunState,
     RunUsageSample,
 )
 from scheduler_core.models.cluster import Node, NodePool
@@ -32,7 +31,6 @@ __all__ = [
     "NodeCredential",
     "NodePool",
     "PodRun",
-    "PodRunState",
     "Project",
     "ProjectMembership",
     "QueueState",

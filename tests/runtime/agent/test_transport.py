@@ -244,9 +244,13 @@ def test_usage_reports_are_stored(register):
             "usage",
             at=timezone.now().isoformat(),
             gpus=[
-                {"index": 0, "utilization": 87.5, "memory_used_mib": 1024,
-                 "memory_total_mib": 81559},
-            ],  # fmt: skip
+                {
+                    "index": 0,
+                    "utilization": 87.5,
+                    "memory_used_mib": 1024,
+                    "memory_total_mib": 81559,
+                },
+            ],
             runs=[{"run": pod.pk, "cpu_percent": 120.0, "rss_mib": 2048}],
         )
         assert (await agent.receive())["type"] == "ack"

@@ -1,9 +1,10 @@
 """`/metrics`: the scheduler's figures in Prometheus text format.
 
-A custom collector reads them from the database at scrape time (five queries, whatever
+A custom collector reads them from the database at scrape time (six queries, whatever
 the cluster's size), so every process serves the same numbers: cycle durations and
 decisions from CycleRecord, per-queue GPUs and workload counts from QueueState (written by
-each cycle), preemptions by reason from SchedulingEvent, nodes by state.
+each cycle), preemptions by reason from SchedulingEvent, nodes by state, agent GPUs'
+latest samples from GpuSample.
 
 It names every department and project, so only a system admin reads it (their session,
 or their API token as `Authorization: Bearer fw_...`), or a scraper sending the shared
@@ -35,6 +36,7 @@ from api.exceptions import error_body
 from scheduler_core import access
 from scheduler_core.choices import EventType
 from scheduler_core.models import CycleRecord, Node, QueueState, SchedulingEvent, Workload
+from scheduler_core.selectors.agents import latest_gpu_samples
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 DECISION_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 250, 500, 1000)
@@ -58,6 +60,7 @@ class SchedulerCollector:
         yield from self._queues()
         yield from self._preemptions()
         yield from self._workloads_and_nodes()
+        yield from self._gpus()
 
     def _cycles(self) -> Iterator[Metric]:
         aggregates = {
@@ -166,6 +169,23 @@ class SchedulerCollector:
             gpus.add_metric([pool, state], total or 0)
         yield nodes
         yield gpus
+
+    def _gpus(self) -> Iterator[Metric]:
+        """Each agent GPU's latest sample (node agents report them)."""
+        labels = ["node", "gpu"]
+        utilization = GaugeMetricFamily(
+            "fairway_gpu_utilization", "Percent of time a GPU was busy.", labels=labels
+        )
+        memory = GaugeMetricFamily(
+            "fairway_gpu_memory_used_bytes", "GPU memory in use.", labels=labels
+        )
+        for samples in latest_gpu_samples().values():
+            for sample in samples:
+                values = [sample.node.name, str(sample.index)]
+                utilization.add_metric(values, sample.utilization)
+                memory.add_metric(values, sample.memory_used_mib * 1024 * 1024)
+        yield utilization
+        yield memory
 
 
 def _scrape_token_sent(request: HttpRequest) -> bool:

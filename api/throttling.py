@@ -43,3 +43,13 @@ class SubmissionThrottle(SimpleRateThrottle):
         else:
             ident = f"ip-{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+class AgentRegistrationThrottle(SubmissionThrottle):
+    """`DEFAULT_THROTTLE_RATES["agent_registrations"]` per client address: the join token is
+    a secret worth guessing, so attempts are limited whoever sends them."""
+
+    scope = "agent_registrations"
+
+    def get_cache_key(self, request, view) -> str | None:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -6,6 +6,7 @@ from rest_framework.routers import SimpleRouter
 
 from api.exceptions import not_found_view
 from api.views.account import MeView, TokenViewSet
+from api.views.agents import AgentRegisterView
 from api.views.cluster import NodeViewSet, PoolViewSet
 from api.views.events import EventViewSet
 from api.views.org import DepartmentViewSet, ProjectViewSet
@@ -32,6 +33,7 @@ router.register("tokens", TokenViewSet, basename="token")
 v1 = [
     path("overview/", OverviewView.as_view(), name="overview"),
     path("me/", MeView.as_view(), name="me"),
+    path("agents/register/", AgentRegisterView.as_view(), name="agent-register"),
     *router.urls,
 ]
 

@@ -206,6 +206,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_RATES": {
         "submissions": env.str("SUBMISSION_RATE_LIMIT", default="600/min"),
+        # agent registrations per client address (POST /api/v1/agents/register/)
+        "agent_registrations": env.str("AGENT_REGISTRATION_RATE_LIMIT", default="60/min"),
     },
 }
 SPECTACULAR_SETTINGS = {
@@ -288,6 +290,16 @@ SCHEDULER_LOCK_TTL = env.float("SCHEDULER_LOCK_TTL", default=10.0)
 PENDING_REASON_REFRESH = env.float("PENDING_REASON_REFRESH", default=5.0)
 # ... and at most this many rows per cycle (a refresh of a longer queue takes several cycles).
 PENDING_REASON_REFRESH_ROWS = env.int("PENDING_REASON_REFRESH_ROWS", default=1000)
+# --- node agents (docs/agent.md) ---
+# Seconds between an agent's heartbeats and usage reports (told in its welcome); a node
+# silent for AGENT_UNREACHABLE_AFTER seconds takes no new pods, and after AGENT_LOST_AFTER
+# its pods are lost and re-queued. GPU and run usage samples are kept AGENT_USAGE_RETENTION
+# seconds.
+AGENT_HEARTBEAT_INTERVAL = env.float("AGENT_HEARTBEAT_INTERVAL", default=2.0)
+AGENT_USAGE_INTERVAL = env.float("AGENT_USAGE_INTERVAL", default=5.0)
+AGENT_UNREACHABLE_AFTER = env.float("AGENT_UNREACHABLE_AFTER", default=15.0)
+AGENT_LOST_AFTER = env.float("AGENT_LOST_AFTER", default=60.0)
+AGENT_USAGE_RETENTION = env.float("AGENT_USAGE_RETENTION", default=3600.0)
 # --- metrics, sign-in attempts, request bodies (the security block, appended) -------------
 # Request bodies are JSON only; one nested too deeply to handle is a 400 (api.parsers).
 REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["api.parsers.JSONParser"]

@@ -15,3 +15,8 @@ SCHEDULER_CYCLE_PAUSES = {
 }
 # Real password hashing costs seconds per test on two cores; tests need no strength.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Node agents: short intervals so transport and liveness tests need no long waits.
+AGENT_HEARTBEAT_INTERVAL = 0.5
+AGENT_USAGE_INTERVAL = 0.5
+AGENT_UNREACHABLE_AFTER = 3.0
+AGENT_LOST_AFTER = 30.0

@@ -14,6 +14,8 @@ Protocol (URL `/ws/events/`, JSON text frames):
         server drops groups itself, e.g. after the user lost access to a project)
     {"type": "event", "group": "project-3", "event": {...}}      (live_events.recording)
     {"type": "simulation.progress", "group": "simulation-5", "simulation": {...}}
+    {"type": "log", "group": "workload-17", "log": {"workload", "pod", "run", "offset",
+        "text"}}                                                 (a pod's new output)
     {"type": "pong"}
     {"type": "error", "message": "...", "field": "groups"}      (bad message; never closes)
 
@@ -313,6 +315,17 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json(
             {"type": "simulation.progress", "group": group, "simulation": message["simulation"]}
         )
+
+    async def workload_log(self, message: dict[str, Any]) -> None:
+        """New output of a workload's pod (node agents; `workload-<id>` groups only, which
+        only those who may see the workload join)."""
+        if self.snapshot is None:
+            return
+        await self.refresh_access(force=False)  # drops the group if access was lost
+        group = message.get("group")
+        if self.snapshot is None or group not in self.subscriptions:
+            return
+        await self.send_json({"type": "log", "group": group, "log": message["log"]})
 
     async def _load_access(self, user_id: int) -> AccessSnapshot | None:
         return await database_sync_to_async(load_access)(user_id, self.session_key)

@@ -395,10 +395,10 @@ class MemberForm(forms.Form):
         role.help_text = self.role_help[owner.kind]
 
 
-# A pool's settings, grouped as the settings form shows them (the grace period is not a
-# setting yet).
+# A pool's settings, grouped as the settings form shows them.
 POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Policy", ("description", "policy", "placement")),
+    ("Execution", ("backend", "grace_period")),
     ("Preemption", ("preemption", "min_guaranteed_runtime")),
     ("Consolidation", ("consolidation", "max_consolidation_evaluations")),
     ("Pacing", ("max_reclaims_per_cycle", "max_preemptions_per_cycle")),
@@ -432,6 +432,8 @@ class PoolSettingsForm(forms.Form):
         "time_based_window": "Usage window (s)",
         "time_based_half_life": "Usage half-life (s)",
         "time_based_k": "Usage penalty (k)",
+        "backend": "Runs pods with",
+        "grace_period": "Grace period (s)",
     }
     help_texts = {
         "max_reclaims_per_cycle": "Blank: no bound. The next cycle goes on.",
@@ -461,6 +463,16 @@ class PoolCreateForm(PoolSettingsForm):
     def groups(self) -> list[tuple[str, list[forms.BoundField]]]:
         (legend, fields), *others = super().groups()
         return [(legend, [self["name"], *fields]), *others]
+
+
+class JoinTokenForm(forms.Form):
+    """A join token for a pool's node agents."""
+
+    description = forms.CharField(max_length=255, required=False, help_text="What it is for.")
+    expires_in = forms.IntegerField(
+        label="Expires in (s)", min_value=60, required=False,
+        help_text="Blank: until revoked.",
+    )  # fmt: skip
 
 
 class NodeCreateForm(forms.Form):

@@ -18,8 +18,9 @@ from api.fields import (
     StrictSlugField,
     schema_field,
 )
+from api.serializers.agents import DeviceSerializer, GpuSampleSerializer
 from api.serializers.base import StrictInputSerializer
-from scheduler_core.choices import FairshareMode, NodeState, Placement, Policy
+from scheduler_core.choices import Backend, FairshareMode, NodeState, Placement, Policy
 from scheduler_core.models import NodePool
 from scheduler_core.schemas.pools import PoolSettings
 
@@ -82,6 +83,15 @@ class PoolSettingsSerializer(StrictInputSerializer):
         "time_based_k",
         "How strongly past usage reduces a queue's over-quota share (0 = not at all).",
     )
+    backend = _setting(
+        "backend",
+        "What runs the pool's pods: simulated (runs end after their duration) or agent "
+        "(real processes started by node agents).",
+        choices=Backend.choices,
+    )
+    grace_period = _setting(
+        "grace_period", "Seconds between SIGTERM and SIGKILL when a pod is stopped (agent pools)."
+    )
 
 
 class PoolCreateSerializer(PoolSettingsSerializer):
@@ -130,6 +140,12 @@ class PoolSerializer(serializers.Serializer):
         help_text="Seconds after which past usage counts half."
     )
     time_based_k = serializers.FloatField(help_text="Strength of the usage penalty.")
+    backend = serializers.ChoiceField(
+        choices=Backend.choices, help_text="What runs the pool's pods: simulated or agent."
+    )
+    grace_period = serializers.IntegerField(
+        help_text="Seconds between SIGTERM and SIGKILL when a pod is stopped."
+    )
     created_at = serializers.DateTimeField(help_text="When it was created.")
     node_count = serializers.IntegerField(help_text="Nodes in the pool.")
     gpu_count = serializers.IntegerField(help_text="GPUs on all its nodes.")
@@ -180,6 +196,12 @@ class NodeSerializer(serializers.Serializer):
     )
     version = serializers.IntegerField(help_text="Bumped on every state change.")
     created_at = serializers.DateTimeField(help_text="When it was added.")
+    address = serializers.CharField(help_text="Where its pods reach each other (agent nodes).")
+    devices = DeviceSerializer(many=True, help_text="GPUs its agent found (agent nodes).")
+    agent_version = serializers.CharField(help_text="Version of its agent (agent nodes).")
+    gpus = serializers.SerializerMethodField(
+        help_text="Each GPU's latest utilisation and memory, as its agent measured them."
+    )
     gpus_in_use = serializers.SerializerMethodField(
         help_text="GPUs held by pods (a shared device counts its fractions)."
     )
@@ -193,6 +215,11 @@ class NodeSerializer(serializers.Serializer):
     workloads_url = serializers.SerializerMethodField(
         help_text="The workloads with a pod on the node (paginated)."
     )
+
+    @extend_schema_field(GpuSampleSerializer(many=True))
+    def get_gpus(self, node) -> list[dict]:
+        samples = self.context.get("gpu_samples", {}).get(node.pk, [])
+        return serializers.ListSerializer(samples, child=GpuSampleSerializer()).data
 
     @extend_schema_field(OpenApiTypes.DOUBLE)
     def get_gpus_in_use(self, node) -> float:

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from api.filters import NodeFilter
+from api.serializers.agents import (
+    JoinTokenCreatedSerializer,
+    JoinTokenCreateSerializer,
+    JoinTokenSerializer,
+)
 from api.serializers.cluster import (
     NodeCreateSerializer,
     NodeSerializer,
@@ -18,9 +27,10 @@ from api.serializers.cluster import (
 from api.views.base import ApiViewSet
 from api.views.org import NAME_IN_URL
 from scheduler_core import access
-from scheduler_core.models import Node, NodePool
+from scheduler_core.models import JoinToken, Node, NodePool
+from scheduler_core.selectors.agents import join_tokens_of, latest_gpu_samples
 from scheduler_core.selectors.nodes import node_list, pool_list
-from scheduler_core.services import cluster, removal
+from scheduler_core.services import agents, cluster, removal
 
 
 @extend_schema_view(
@@ -76,6 +86,60 @@ class PoolViewSet(ApiViewSet):
         removal.pool_delete(user=request.user, pool=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
+    def _token_data(self, token: JoinToken) -> dict:
+        token.state = agents.join_token_state(token)  # type: ignore[attr-defined]
+        return JoinTokenSerializer(token).data
+
+    @extend_schema(
+        methods=["GET"],
+        summary="The pool's join tokens (system admins)",
+        responses={200: JoinTokenSerializer(many=True)},
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Create a join token: agents register nodes in the pool with it (system admins)",
+        description="The token is shown once, in this response, with the command to run on a node.",
+        request=JoinTokenCreateSerializer,
+        responses={201: JoinTokenCreatedSerializer},
+    )
+    @action(detail=True, methods=["get", "post"], url_path="join-tokens", filter_backends=[])
+    def join_tokens(self, request, name=None):
+        pool = self.get_object()
+        access.require_system_admin(request.user, "manage join tokens")
+        if request.method == "GET":
+            page = self.paginate_queryset(join_tokens_of(pool))
+            return self.get_paginated_response([self._token_data(t) for t in page])
+        attrs = self.input(JoinTokenCreateSerializer)
+        expires_in = attrs["expires_in"]
+        token, raw = agents.join_token_create(
+            pool=pool,
+            by=request.user,
+            description=attrs["description"],
+            expires_at=timezone.now() + timedelta(seconds=expires_in) if expires_in else None,
+        )
+        command = agents.agent_command_line(server=request.build_absolute_uri("/"), join_token=raw)
+        data = {**self._token_data(token), "token": raw, "command": command}
+        return Response(JoinTokenCreatedSerializer(data).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Revoke a join token (system admins)",
+        request=None,
+        responses={200: JoinTokenSerializer},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"join-tokens/(?P<token_id>[0-9]+)/revoke",
+        filter_backends=[],
+    )
+    def revoke_join_token(self, request, name=None, token_id=None):
+        pool = self.get_object()
+        access.require_system_admin(request.user, "manage join tokens")
+        token = join_tokens_of(pool).filter(pk=int(token_id or 0)).first()
+        if token is None:
+            raise NotFound(f"no join token {token_id} in pool {pool.name}")
+        return Response(self._token_data(agents.join_token_revoke(token=token, by=request.user)))
+
 
 NODE_ACTION = extend_schema(request=None, responses={200: NodeSerializer})
 
@@ -109,12 +173,22 @@ class NodeViewSet(ApiViewSet):
             "visible_project_ids": access.visible_project_ids(self.request.user),
         }
 
+    def _context(self, nodes: list[Node]) -> dict:
+        """The serializer's context: who sees which pods, the nodes' latest GPU samples."""
+        return {
+            **self.get_serializer_context(),
+            "gpu_samples": latest_gpu_samples([n.pk for n in nodes]),
+        }
+
     def _show(self, node: Node, code: int = status.HTTP_200_OK) -> Response:
         fresh = self.get_queryset().get(pk=node.pk)
-        return Response(NodeSerializer(fresh, context=self.get_serializer_context()).data, code)
+        return Response(NodeSerializer(fresh, context=self._context([fresh])).data, code)
 
     def list(self, request):
-        return self.page(self.get_queryset(), NodeSerializer, **self.get_serializer_context())
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        nodes = list(page) if page is not None else []
+        data = NodeSerializer(nodes, many=True, context=self._context(nodes)).data
+        return self.get_paginated_response(data)
 
     def retrieve(self, request, name=None):
         return self._show(self.get_object())

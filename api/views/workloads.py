@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from api.filters import WorkloadFilter
 from api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from api.pagination import EventCursorPagination
+from api.serializers.agents import LogQuerySerializer, WorkloadLogsSerializer
 from api.serializers.events import EventSerializer
 from api.serializers.workloads import (
     WorkloadBulkSubmitSerializer,
@@ -22,6 +23,7 @@ from api.throttling import SubmissionThrottle
 from api.views.base import ApiViewSet
 from api.views.events import event_page, event_queryset
 from scheduler_core.models import Workload
+from scheduler_core.selectors.agents import workload_logs
 from scheduler_core.selectors.workloads import workload_list, workloads_with_placements
 from scheduler_core.services import workloads as services
 
@@ -141,3 +143,29 @@ class WorkloadViewSet(ApiViewSet):
     def events(self, request, pk=None):
         workload = self.get_object()
         return event_page(self, event_queryset(request.user).filter(workload=workload))
+
+    @extend_schema(
+        summary="The output of the workload's pods (node agents)",
+        description="The newest run of each pod: stdout and stderr interleaved, from byte "
+        "`since` on (at most 1 MiB per pod; `next_offset` says where to go on), or only its "
+        "last `tail` lines.",
+        parameters=[LogQuerySerializer],
+        responses={200: WorkloadLogsSerializer},
+    )
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
+    def logs(self, request, pk=None):
+        workload = self.get_object()
+        query = LogQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        attrs = query.validated_data
+        pod = None
+        if "pod" in attrs:
+            group, _, index = attrs["pod"].rpartition("-")
+            pod = (group, int(index))
+        try:
+            logs = workload_logs(
+                workload=workload, pod=pod, since=attrs["since"], tail=attrs.get("tail")
+            )
+        except OverflowError:
+            raise serializers.ValidationError({"since": ["too large"]}) from None
+        return Response(WorkloadLogsSerializer({"pods": logs}).data)

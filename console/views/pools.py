@@ -3,6 +3,7 @@ change their scheduling settings, add nodes, cordon, drain and delete them."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.contrib import messages
@@ -10,10 +11,12 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from console.forms import (
     POOL_SETTINGS,
+    JoinTokenForm,
     NodeCreateForm,
     PoolCreateForm,
     PoolSettingsForm,
@@ -25,9 +28,19 @@ from console.views.confirm import confirm_delete, plural
 from console.views.nodes import ACTIONS
 from scheduler_core import access
 from scheduler_core.choices import TERMINAL_STATES
-from scheduler_core.models import Allocation, Node, NodePool, Quota, WorkloadCandidatePool
+from scheduler_core.models import (
+    Allocation,
+    JoinToken,
+    Node,
+    NodePool,
+    Quota,
+    WorkloadCandidatePool,
+)
+from scheduler_core.selectors.agents import join_tokens_of
 from scheduler_core.selectors.nodes import pool_list
-from scheduler_core.services import cluster, removal
+from scheduler_core.services import agents, cluster, removal
+
+JOIN_TOKENS_SHOWN = 20
 
 
 def _pools_page(request, *, form=None):
@@ -53,14 +66,19 @@ def pool_create(request):
     return redirect("console:pool_detail", pk=pool.pk)
 
 
-def _pool_page(request, pool: NodePool, *, settings_form=None, node_form=None):
+def _pool_page(request, pool: NodePool, *, settings_form=None, node_form=None, **extra: Any):
     nodes = Node.objects.filter(pool=pool).annotate(pod_count=Count("allocations"))
-    context: dict[str, Any] = {"pool": pool, "nodes": nodes.order_by("name")}
+    context: dict[str, Any] = {"pool": pool, "nodes": nodes.order_by("name"), **extra}
     if access.is_system_admin(request.user):
         context["settings_form"] = settings_form or PoolSettingsForm(
             initial={name: getattr(pool, name) for name in POOL_SETTINGS}
         )
         context["node_form"] = node_form or NodeCreateForm()
+        context.setdefault("join_token_form", JoinTokenForm())
+        tokens = list(join_tokens_of(pool)[:JOIN_TOKENS_SHOWN])
+        for token in tokens:
+            token.state = agents.join_token_state(token)  # type: ignore[attr-defined]
+        context["join_tokens"] = tokens
     return page(request, "console/pools/detail.html", "pools", context)
 
 
@@ -95,6 +113,34 @@ def node_create(request, pk: int):
         return _pool_page(request, pool, node_form=form)
     messages.success(request, f"Added node {node.name} to {pool.name}.")
     return redirect("console:pool_detail", pk=pool.pk)
+
+
+@system_admin_required
+@require_POST
+def join_token_create(request, pk: int):
+    """A join token for the pool's node agents: shown once, on the page this answers with."""
+    pool = _pool_or_404(request, pk)
+    form = JoinTokenForm(request.POST)
+    if not form.is_valid():
+        return _pool_page(request, pool, join_token_form=form)
+    expires_in = form.cleaned_data["expires_in"]
+    _, raw = agents.join_token_create(
+        pool=pool,
+        by=request.user,
+        description=form.cleaned_data["description"],
+        expires_at=timezone.now() + timedelta(seconds=expires_in) if expires_in else None,
+    )
+    command = agents.agent_command_line(server=request.build_absolute_uri("/"), join_token=raw)
+    return _pool_page(request, pool, new_join_token=raw, agent_command=command)
+
+
+@system_admin_required
+@require_POST
+def join_token_revoke(request, pk: int):
+    token = get_object_or_404(JoinToken, pk=pk)
+    agents.join_token_revoke(token=token, by=request.user)
+    messages.success(request, f"Revoked join token {token.prefix}…; nodes it registered stay.")
+    return redirect("console:pool_detail", pk=token.pool_id)
 
 
 @system_admin_required

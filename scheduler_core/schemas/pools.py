@@ -25,6 +25,10 @@ ConsolidationEvaluations = Annotated[int, whole(ge=0, le=MAX_CONSOLIDATION_EVALU
 Policy = Annotated[str, one_of(POLICIES)]
 Placement = Annotated[str, one_of(PLACEMENTS)]
 FairshareMode = Annotated[str, one_of(FAIRSHARE_MODES)]
+BACKENDS = ("simulated", "agent")  # scheduler_core.choices.Backend
+MAX_GRACE_PERIOD = 86400
+BackendName = Annotated[str, one_of(BACKENDS)]
+GracePeriod = Annotated[int, whole(ge=0, le=MAX_GRACE_PERIOD)]
 
 
 class PoolRules(StrictModel):
@@ -51,6 +55,8 @@ class PoolSettings(PoolRules):
     time_based_window: Omittable[Seconds] = None
     time_based_half_life: Omittable[PositiveSeconds] = None
     time_based_k: Omittable[UsageK] = None
+    backend: Omittable[BackendName] = None
+    grace_period: Omittable[GracePeriod] = None
 
 
 class TimeBased(StrictModel):

@@ -193,3 +193,15 @@ def node_mark_down(*, node: Node, reason: str) -> Node:
         evict_pods_on_node(node, reason=reason, fault=True)
         request_cycle()
     return node
+
+
+def node_mark_reachable(*, node: Node, reason: str) -> Node:
+    """An unreachable node's agent is back: the node takes pods again. A node in any other
+    state (cordoned by an admin, down) keeps it."""
+    with transaction.atomic():
+        locked = Node.objects.select_for_update().get(pk=node.pk)
+        if locked.state != NodeState.UNREACHABLE:
+            return locked
+        node = _set_state(locked, NodeState.READY, reason)
+        request_cycle()
+    return node

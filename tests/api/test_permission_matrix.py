@@ -14,6 +14,7 @@ import pytest
 
 from scheduler_core.choices import SimulationSource, WorkloadStatus
 from scheduler_core.models import Quota, Simulation
+from scheduler_core.services.agents import join_token_create
 from scheduler_core.services.tokens import token_create
 from tests import factories
 from tests.api.conftest import ROLES
@@ -53,6 +54,10 @@ def admin_only(method: str, path: str, body=None, ok: int = 200, others: int = 4
 
 WL = "/api/v1/workloads/{wl}"
 NEW_WL = {"project": "vision", "name": "new-wl", "gpus": 1}
+AGENT = {
+    "join_token": "fwj_not-a-token", "hostname": "gpu-x", "devices": [], "cpu": 1,
+    "memory_gib": 1, "agent_version": "1",
+}  # fmt: skip
 
 ROUTES: list[Route] = [
     # organisation
@@ -135,6 +140,11 @@ ROUTES: list[Route] = [
     admin_only("post", "/api/v1/nodes/gpu-1/uncordon/"),
     admin_only("post", "/api/v1/nodes/gpu-1/drain/"),
     admin_only("delete", "/api/v1/nodes/gpu-2/", ok=204),
+    # node agents: the join token authenticates a registration, whoever sends it
+    Route("post", "/api/v1/agents/register/", AGENT, 401, 401, 401, 401, 401),
+    admin_only("get", "/api/v1/pools/a100/join-tokens/"),
+    admin_only("post", "/api/v1/pools/a100/join-tokens/", {"description": "x"}, ok=201),
+    admin_only("post", "/api/v1/pools/a100/join-tokens/{join_token}/revoke/"),
     # quotas
     everyone("get", "/api/v1/quotas/"),
     Route("get", "/api/v1/quotas/{vision_quota}/", None, 200, 200, 200, 200, 404),
@@ -154,6 +164,7 @@ ROUTES: list[Route] = [
     everyone("get", "/api/v1/workloads/"),
     Route("get", WL + "/", None, 200, 200, 200, 200, 404),
     Route("get", WL + "/events/", None, 200, 200, 200, 200, 404),
+    Route("get", WL + "/logs/", None, 200, 200, 200, 200, 404),
     Route("post", "/api/v1/workloads/", NEW_WL, 201, 201, 201, 403, 403),
     Route("post", "/api/v1/workloads/", {**NEW_WL, "project": "infra"}, 201, 403, 403, 403, 403),
     Route("post", "/api/v1/workloads/bulk/", {"workloads": [NEW_WL]}, 201, 201, 201, 403, 403),
@@ -197,6 +208,7 @@ def world(cluster):
     workload = factories.workload(cluster["vision"], "train")
     suspended = factories.workload(cluster["vision"], "paused", status=WorkloadStatus.SUSPENDED)
     token, _ = token_create(user=cluster["admin"], name="admin-token")
+    join_token, _ = join_token_create(pool=cluster["pool"], by=None)
     simulation = Simulation.objects.create(
         name="admin run",
         source=SimulationSource.SCENARIO,
@@ -210,6 +222,7 @@ def world(cluster):
         "vision_quota": Quota.objects.get(project=cluster["vision"]).pk,
         "admin_token": token.pk,
         "simulation": simulation.pk,
+        "join_token": join_token.pk,
     }
 
 
@@ -279,7 +292,7 @@ def _pattern_of(path: str) -> str:
     collection = parts[0]
     shape = [collection]
     rest = parts[1:]
-    if rest and rest[0] not in {"bulk", "preview"}:
+    if rest and rest[0] not in {"bulk", "preview", "register"}:
         shape.append("*")
         rest = rest[1:]
     if rest:
@@ -287,4 +300,5 @@ def _pattern_of(path: str) -> str:
         rest = rest[1:]
     if rest:
         shape.append("*")
+        shape.extend(rest[1:])  # e.g. pools/*/join-tokens/*/revoke/
     return "/".join(shape) + "/"

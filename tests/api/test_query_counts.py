@@ -17,7 +17,7 @@ LISTS = {
     "/api/v1/departments/": 4,
     "/api/v1/projects/": 3,
     "/api/v1/pools/": 2,
-    "/api/v1/nodes/": 3,
+    "/api/v1/nodes/": 4,  # with the nodes' latest GPU samples
     "/api/v1/quotas/": 2,
     "/api/v1/workloads/": 4,
     "/api/v1/queues/": 4,

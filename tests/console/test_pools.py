@@ -23,6 +23,8 @@ POOL = {
     "time_based_window": 86400,
     "time_based_half_life": 3600,
     "time_based_k": 2,
+    "backend": "simulated",
+    "grace_period": 30,
 }
 
 
@@ -89,7 +91,7 @@ def test_a_system_admin_changes_a_pools_settings(client_for, cluster):
     pool = cluster["pool"]
     html = client_for("admin").get(pool_url("pool_detail", pool)).content.decode()
     assert 'id="pool-settings"' in html and 'name="min_guaranteed_runtime"' in html
-    assert "grace" not in html.lower()
+    assert 'name="grace_period"' in html and 'name="backend"' in html
     response = client_for("admin").post(
         pool_url("pool_settings", pool), {**POOL, "consolidation": "on"}
     )
@@ -168,3 +170,28 @@ def test_deleting_a_pool_says_what_it_does(client_for, cluster):
     empty = factories.pool("spare")
     assert client.post(pool_url("pool_delete", empty))["Location"] == reverse("console:pools")
     assert not NodePool.objects.filter(name="spare").exists()
+
+
+def test_a_system_admin_creates_a_join_token_seen_once_and_revokes_it(client_for, cluster):
+    from scheduler_core.models import JoinToken
+
+    client, pool = client_for("admin"), cluster["pool"]
+    html = client.post(pool_url("join_token_create", pool), {"description": "rack 4"})
+    text = html.content.decode()
+    token = JoinToken.objects.get(pool=pool)
+    assert "fairway-agent --server http://testserver --join-token fwj_" in text
+    assert token.description == "rack 4"
+    again = client.get(pool_url("pool_detail", pool)).content.decode()
+    assert "--join-token" not in again and f"{token.prefix}…" in again
+    response = client.post(reverse("console:join_token_revoke", args=[token.pk]))
+    assert response["Location"] == pool_url("pool_detail", pool)
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+
+
+def test_only_system_admins_create_join_tokens(client_for, cluster):
+    from scheduler_core.models import JoinToken
+
+    response = client_for("researcher").post(pool_url("join_token_create", cluster["pool"]))
+    assert response.status_code in (302, 403)
+    assert not JoinToken.objects.exists()

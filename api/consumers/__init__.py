@@ -1,0 +1,1 @@
+"""Websocket consumers of the API: the node agents' connection."""

@@ -1,0 +1,261 @@
+"""The agents' websocket (/ws/agents/) driven by a fake agent through the real ASGI
+application: registration via the API, hello/welcome, refusals, sequencing, logs, usage,
+and messages the server sends to a node."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from django.utils import timezone
+from fairway_agent import protocol
+from rest_framework.test import APIClient
+
+from scheduler_core.choices import NodeState
+from scheduler_core.models import GpuSample, LogChunk, Node, PodRun, RunUsageSample
+from scheduler_core.runtime.agent.channel import send_now
+from scheduler_core.services.agents import join_token_create, node_credential_revoke
+from tests import factories
+from tests.runtime.agent.fake_agent import FakeAgent, registration
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run(test):
+    return async_to_sync(test)()
+
+
+@pytest.fixture(autouse=True)
+def isolated_channel_layer(settings):
+    layers = copy.deepcopy(settings.CHANNEL_LAYERS)
+    layer = layers["default"]
+    if "redis" in layer["BACKEND"].lower():
+        layer.setdefault("CONFIG", {})["prefix"] = f"fairway-test-{uuid.uuid4().hex[:10]}"
+    settings.CHANNEL_LAYERS = layers
+
+
+@pytest.fixture
+def pool():
+    return factories.pool("agents", backend="agent")
+
+
+@pytest.fixture
+def register(pool):
+    """register(hostname) -> (node, node token), through POST /api/v1/agents/register/."""
+    _, join = join_token_create(pool=pool, by=None)
+
+    def _register(hostname: str = "gpu-a"):
+        response = APIClient().post(
+            "/api/v1/agents/register/", registration(join, hostname), format="json"
+        )
+        assert response.status_code == 201, response.json()
+        return Node.objects.get(name=hostname), response.json()["node_token"]
+
+    return _register
+
+
+def pod_run(node: Node, pod_index: int = 0, epoch: int = 1) -> PodRun:
+    workload = factories.workload(factories.project(), pods=1)
+    return PodRun.objects.create(workload=workload, node=node, pod_index=pod_index, epoch=epoch)
+
+
+async def greeted(token: str, node: Node) -> FakeAgent:
+    agent = FakeAgent(token)
+    await agent.connect()
+    welcome = await agent.hello(node.name)
+    assert welcome["type"] == "welcome"
+    return agent
+
+
+def test_hello_is_welcomed_with_the_runs_to_keep_and_the_intervals(register, settings):
+    node, token = register()
+    kept = pod_run(node)
+    kept.allocation = factories.running_workload(
+        factories.project(), [node]
+    ).allocations.get()  # a run that serves an allocation
+    kept.log_size = 12
+    kept.save()
+    Node.objects.filter(pk=node.pk).update(state=NodeState.UNREACHABLE)
+
+    async def body():
+        agent = FakeAgent(token)
+        await agent.connect()
+        welcome = await agent.hello(node.name, runs=[{"run": kept.pk, "epoch": 1}])
+        assert welcome["seq"] == 1 and welcome["ack"] == 1
+        assert welcome["keep"] == [kept.pk]
+        assert welcome["log_offsets"] == {str(kept.pk): 12}
+        assert welcome["heartbeat_interval"] == settings.AGENT_HEARTBEAT_INTERVAL
+        assert welcome["lost_after"] == settings.AGENT_LOST_AFTER
+        assert welcome["fence_after"] >= 10
+        await agent.close()
+
+    run(body)
+    node.refresh_from_db()
+    assert node.state == NodeState.READY  # back from unreachable
+    assert node.labels["containers"] == "true"  # the hello's capabilities
+    assert node.gpu_count == 2 and node.address == "10.0.0.7"
+
+
+@pytest.mark.parametrize("which", ["wrong", "revoked", "missing"])
+def test_a_bad_credential_is_closed_with_4401_and_a_reason(register, which):
+    node, token = register()
+    if which == "revoked":
+        node_credential_revoke(node)
+    credential = {"wrong": "fwn_nope", "revoked": token, "missing": None}[which]
+
+    async def body():
+        agent = FakeAgent(credential)
+        await agent.connect()
+        error = await agent.receive()
+        assert error["type"] == "error" and error["code"] == protocol.ERR_UNAUTHORIZED
+        assert "credential" in error["message"]
+        assert await agent.closed_with() == protocol.CLOSE_UNAUTHORIZED
+
+    run(body)
+
+
+def test_another_nodes_credential_is_closed_with_4403(register):
+    _, token_a = register("gpu-a")
+    node_b, _ = register("gpu-b")
+
+    async def body():
+        agent = FakeAgent(token_a)
+        await agent.connect()
+        error = await agent.hello(node_b.name)
+        assert error["code"] == protocol.ERR_FORBIDDEN and "gpu-a" in error["message"]
+        assert await agent.closed_with() == protocol.CLOSE_FORBIDDEN
+
+    run(body)
+
+
+def test_another_protocol_version_is_closed_with_4400(register):
+    _, token = register()
+
+    async def body():
+        agent = FakeAgent(token)
+        await agent.connect()
+        await agent.send_raw('{"v": 2, "seq": 1, "type": "hello"}')
+        assert (await agent.receive())["code"] == protocol.ERR_VERSION
+        assert await agent.closed_with() == protocol.CLOSE_VERSION
+
+    run(body)
+
+
+def test_malformed_frames_and_gaps_get_an_error_and_the_connection_stays(register):
+    node, token = register()
+
+    async def body():
+        agent = await greeted(token, node)
+        await agent.send_raw("{not json")
+        assert (await agent.receive())["code"] == protocol.ERR_MALFORMED
+        await agent.send("heartbeat", seq=5)  # 2..4 never came
+        gap = await agent.receive()
+        assert gap["code"] == protocol.ERR_OUT_OF_ORDER and "expected seq 2" in gap["message"]
+        await agent.send("heartbeat")  # seq 2: the connection still works
+        ack = await agent.receive()
+        assert ack["type"] == "ack" and ack["ack"] == 2
+        await agent.close()
+
+    run(body)
+
+
+def test_a_repeated_frame_is_acknowledged_again_but_not_processed_twice(register):
+    node, token = register()
+    pod = pod_run(node)
+
+    async def body():
+        agent = await greeted(token, node)
+        seq = await agent.send("log", run=pod.pk, offset=0, data="aGVsbG8K")  # "hello\n"
+        assert (await agent.receive())["ack"] == seq
+        await agent.send("log", seq=seq, run=pod.pk, offset=0, data="aGVsbG8K")
+        again = await agent.receive()
+        assert again["type"] == "ack" and again["ack"] == seq
+        await agent.close()
+
+    run(body)
+    assert LogChunk.objects.filter(run=pod).count() == 1
+
+
+def test_log_chunks_are_stored_complete_in_order_and_a_resend_stores_nothing_twice(register):
+    node, token = register()
+    pod = pod_run(node)
+
+    async def body():
+        agent = await greeted(token, node)
+        assert (await agent.log(pod.pk, 0, b"line 1\nline"))["type"] == "ack"
+        assert (await agent.log(pod.pk, 11, b" 2\n"))["type"] == "ack"
+        await agent.close()
+        # The agent reconnects and resends from an older offset: overlapping bytes.
+        again = await greeted(token, node)
+        assert (await again.log(pod.pk, 7, b"line 2\nline 3\n"))["type"] == "ack"
+        gap = await again.log(pod.pk, 100, b"lost?")
+        assert gap["code"] == protocol.ERR_OUT_OF_ORDER and "resend from 21" in gap["message"]
+        await again.close()
+
+    run(body)
+    pod.refresh_from_db()
+    stored = b"".join(bytes(c.data) for c in LogChunk.objects.filter(run=pod).order_by("offset"))
+    assert stored == b"line 1\nline 2\nline 3\n"
+    assert pod.log_size == len(stored)
+
+
+def test_a_log_of_another_nodes_run_is_refused(register):
+    node, token = register("gpu-a")
+    other, _ = register("gpu-b")
+    theirs = pod_run(other)
+
+    async def body():
+        agent = await greeted(token, node)
+        refused = await agent.log(theirs.pk, 0, b"x")
+        assert refused["code"] == protocol.ERR_UNKNOWN_RUN
+        await agent.close()
+
+    run(body)
+    assert not LogChunk.objects.exists()
+
+
+def test_group_messages_reach_the_agent_as_numbered_frames(register):
+    node, token = register()
+
+    async def body():
+        agent = await greeted(token, node)  # the welcome was frame 1
+        await database_sync_to_async(send_now)(
+            node.pk, "signal", {"run": 7, "reason": "preempt", "grace_period": 30}
+        )
+        signal = await agent.receive()
+        assert signal["type"] == "signal" and signal["seq"] == 2 and signal["run"] == 7
+        await agent.send("heartbeat")
+        assert (await agent.receive())["seq"] == 3
+        await agent.close()
+
+    run(body)
+
+
+def test_usage_reports_are_stored(register):
+    node, token = register()
+    pod = pod_run(node)
+
+    async def body():
+        agent = await greeted(token, node)
+        await agent.send(
+            "usage",
+            at=timezone.now().isoformat(),
+            gpus=[
+                {
+                    "index": 0,
+                    "utilization": 87.5,
+                    "memory_used_mib": 1024,
+                    "memory_total_mib": 81559,
+                },
+            ],
+            runs=[{"run": pod.pk, "cpu_percent": 120.0, "rss_mib": 2048}],
+        )
+        assert (await agent.receive())["type"] == "ack"
+        await agent.close()
+
+    run(body)
+    assert GpuSample.objects.get(node=node).utilization == 87.5
+    assert RunUsageSample.objects.get(run=pod).rss_mib == 2048

@@ -241,11 +241,13 @@ def _run_failed(workload: Workload, run: PodRun, node: Node, why: str) -> None:
         spec=workload.spec, progress=workload.progress_seconds, started_at=workload.started_at,
         stopped_at=now,
     )  # fmt: skip
-    workload.restarts += 1
     workload.started_at = None
     workload.queue_position = None
     limit = workload.backoff_limit
-    out_of_restarts = limit is not None and workload.restarts > limit
+    # a restart is counted when one is given (the engine's faults count the same way)
+    out_of_restarts = limit is not None and workload.restarts + 1 > limit
+    if not out_of_restarts:
+        workload.restarts += 1
     details = {
         "kind": "failed", "restarts": workload.restarts, "pod": run.pod, "node": node.name,
         "exit_code": run.exit_code,
@@ -260,15 +262,17 @@ def _run_failed(workload: Workload, run: PodRun, node: Node, why: str) -> None:
         workload.pending_reason = f"re-queued: {why}"
         workload.pending_reason_kind = "preempted"
     workload.save()
-    event_record(
-        type=EventType.PREEMPTED, workload=workload, node=node, pool=node.pool, at=now,
-        reason=why, details=details,
-    )  # fmt: skip
     if out_of_restarts:
+        times = "once" if workload.restarts == 1 else f"{workload.restarts} times"
         event_record(
             type=EventType.FAILED, workload=workload, node=node, pool=node.pool, at=now,
-            reason=f"{why}; restarted {workload.restarts - 1} times, backoff limit {limit} "
-            "used up",
+            reason=f"{why}; restarted {times}, backoff limit {limit} used up"
+            if workload.restarts else f"{why}; backoff limit {limit}: no restart",
             details=details,
+        )  # fmt: skip
+    else:
+        event_record(
+            type=EventType.PREEMPTED, workload=workload, node=node, pool=node.pool, at=now,
+            reason=why, details=details,
         )  # fmt: skip
     request_cycle()

@@ -172,7 +172,21 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # A big cycle sends several messages per event; the default capacity (100)
             # would drop some for a browser subscribed to the whole cluster.
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        # The layer waits for messages with a blocking read of
+                        # `brpop_timeout` (5 s); redis-py's default socket timeout is also
+                        # 5 s, so an idle socket's read timed out first and closed every
+                        # idle websocket (1011). Read longer than the layer blocks.
+                        "socket_timeout": 15,
+                        "socket_connect_timeout": 5,
+                    }
+                ],
+                "capacity": 1500,
+                "expiry": 60,
+            },
         }
     }
     CACHES = {

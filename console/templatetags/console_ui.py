@@ -25,6 +25,21 @@ def gpus(value) -> str:
 
 
 @register.filter
+def gpu_s(value) -> str:
+    """The plural ending of "GPU" after `value`: "" for a GPU or a share of one, else "s"."""
+    try:
+        return "" if 0 < float(value) <= 1 else "s"
+    except (TypeError, ValueError):
+        return "s"
+
+
+@register.filter
+def gpu_count(value) -> str:
+    """A number of GPUs in words: 1 -> "1 GPU", 0.5 -> "0.5 GPU", 4 -> "4 GPUs"."""
+    return f"{gpus(value)} GPU{gpu_s(value)}"
+
+
+@register.filter
 def pct(part, whole) -> float:
     """Share of `whole` as a percentage 0..100 (capped), for bar widths."""
     try:

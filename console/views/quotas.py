@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 
 from console.forms import QuotaRowForm, through_service
 from console.permissions import admin_required
+from console.templatetags.console_ui import gpu_count
 from console.views.common import is_htmx, page
 from console.views.org import owner_or_404
 from console.views.simulations import result_context
@@ -115,7 +116,7 @@ def whatif_changes(row: QuotaRow, data: dict) -> dict:
 
 def describe(row: QuotaRow, data: dict) -> str:
     limit = "no limit" if data["limit_gpus"] is None else f"limit {data['limit_gpus']:g}"
-    return f"{row.owner.name}: {data['gpus']:g} GPUs ({limit}) in {row.pool.name}"
+    return f"{row.owner.name}: {gpu_count(data['gpus'])} ({limit}) in {row.pool.name}"
 
 
 @admin_required

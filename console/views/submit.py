@@ -79,7 +79,11 @@ def submit(request):
             except PermissionDenied as exc:
                 form.add_error("project", str(exc))
             else:
-                messages.success(request, f"{workload.name} is queued in {workload.project.name}.")
+                messages.success(
+                    request,
+                    f"{workload.name} was submitted to {workload.project.name}; "
+                    "its status below is live.",
+                )
                 return redirect("console:workload_detail", pk=workload.pk)
     else:
         form = _form(request)

@@ -3,19 +3,38 @@ exactly its GPUs."""
 
 from __future__ import annotations
 
+import logging
 import shutil
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 
 RUNTIMES = ("docker", "podman")
 Which = Callable[[str], str | None]
+Works = Callable[[str], bool]
+
+logger = logging.getLogger(__name__)
 
 
-def find_runtime(which: Which = shutil.which) -> str | None:
-    """Path of docker or podman (docker first), or None."""
+def answers(path: str) -> bool:
+    """Whether the runtime at `path` can run containers now (`info` succeeds: a docker
+    client without a reachable daemon cannot)."""
+    try:
+        done = subprocess.run([path, "info"], capture_output=True, timeout=15, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def find_runtime(which: Which = shutil.which, works: Works = answers) -> str | None:
+    """Path of a docker or podman that works (docker first), or None."""
     for name in RUNTIMES:
         path = which(name)
-        if path:
+        if not path:
+            continue
+        if works(path):
             return path
+        logger.warning("%s is installed but does not answer (`%s info` failed): "
+                       "pods with an image cannot run here", name, path)  # fmt: skip
     return None
 
 

@@ -420,7 +420,8 @@ def _prune_usage() -> None:
 
 
 def record_heartbeat(node: Node) -> None:
-    """The node's agent is alive: a node that was unreachable is ready again."""
+    """The node's agent is alive: a node that was unreachable, or down because it fell
+    silent, is ready again."""
     Node.objects.filter(pk=node.pk).update(last_heartbeat=timezone.now())
-    if Node.objects.filter(pk=node.pk, state=NodeState.UNREACHABLE).exists():
+    if Node.objects.filter(pk=node.pk, state__in=(NodeState.UNREACHABLE, NodeState.DOWN)).exists():
         node_mark_reachable(node=node, reason=f"node {node.name}'s agent is back")

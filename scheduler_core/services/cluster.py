@@ -12,7 +12,7 @@ from scheduler_core import access
 from scheduler_core.choices import EventType, NodeState, WorkloadStatus
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
-from scheduler_core.models import Allocation, Node, NodePool, Workload
+from scheduler_core.models import Allocation, Node, NodePool, SchedulingEvent, Workload
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.schemas.pools import PoolSettings
 from scheduler_core.services.errors import FieldErrors, check_slug_name, require_non_negative
@@ -195,12 +195,36 @@ def node_mark_down(*, node: Node, reason: str) -> Node:
     return node
 
 
+# How the liveness check words a node it marks down for silence (node_lost_reason): such
+# a node comes back by itself when its agent is heard again; one an admin marked down
+# does not.
+SILENT = "sent no heartbeat for"
+
+
+def node_lost_reason(node: Node, seconds: float) -> str:
+    return f"node {node.name} {SILENT} {seconds:g} s"
+
+
+def _down_for_silence(node: Node) -> bool:
+    last = (
+        SchedulingEvent.objects.filter(node=node, type=EventType.NODE_STATE)
+        .order_by("-created_at", "-pk")
+        .values_list("reason", flat=True)
+        .first()
+    )
+    return bool(last) and SILENT in str(last)
+
+
 def node_mark_reachable(*, node: Node, reason: str) -> Node:
-    """An unreachable node's agent is back: the node takes pods again. A node in any other
-    state (cordoned by an admin, down) keeps it."""
+    """An unreachable node's agent is back, or that of a node marked down because it fell
+    silent: the node takes pods again. A node in any other state (cordoned by an admin,
+    marked down by one) keeps it."""
     with transaction.atomic():
         locked = Node.objects.select_for_update().get(pk=node.pk)
-        if locked.state != NodeState.UNREACHABLE:
+        back = locked.state == NodeState.UNREACHABLE or (
+            locked.state == NodeState.DOWN and _down_for_silence(locked)
+        )
+        if not back:
             return locked
         node = _set_state(locked, NodeState.READY, reason)
         request_cycle()

@@ -4,6 +4,8 @@ the server of the test run's DATABASE_URL, dropped afterwards) and its own embed
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,12 +46,20 @@ def make_stack(database: str, var_dir: Path, **kwargs) -> AgentStack:
 
 
 @pytest.fixture(scope="module")
-def stack(product_database, tmp_path_factory) -> Iterator[AgentStack]:
+def var_dir() -> Iterator[Path]:
+    """Outside pytest's private temporary directory (mode 0700): pods run as `nobody`
+    when the tests run as root, and must reach their checkpoint directories."""
+    path = Path(tempfile.mkdtemp(prefix="fairway-e2e-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def stack(product_database, var_dir) -> Iterator[AgentStack]:
     """The product with three agents (node-a, node-b, node-c), two fake GPUs each; the
     projects `team` (quota 2 GPUs) and `other` (quota 4)."""
-    running = make_stack(
-        product_database, tmp_path_factory.mktemp("e2e"), projects={"team": 2, "other": 4}
-    ).start()
+    running = make_stack(product_database, var_dir, projects={"team": 2, "other": 4}).start()
     try:
         for name in ("node-a", "node-b", "node-c"):
             running.start_agent(name, gpus=2)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import psycopg
 import pytest
 
 from benchmarks.agent_stack import AgentStack, wait_for
@@ -20,6 +21,21 @@ def pod_texts(stack: AgentStack, pk: int) -> dict[str, str]:
 def pod_node(stack: AgentStack, pk: int) -> str:
     """The node of the workload's newest run."""
     return str(stack.logs(pk)["pods"][0]["node"])
+
+
+def assert_no_device_held_twice(stack: AgentStack) -> None:
+    """No two runs on one node ever held a device at the same time (the product's own
+    records of when each process started and ended, read from its database)."""
+    with psycopg.connect(stack.env["DATABASE_URL"]) as conn:
+        rows = conn.execute(
+            "select node_id, gpu_devices, started_at, coalesce(ended_at, now()) "
+            "from scheduler_core_podrun where started_at is not null"
+        ).fetchall()
+    for i, (node, devices, start, end) in enumerate(rows):
+        for other, devices2, start2, end2 in rows[i + 1 :]:
+            shared = set(devices) & set(devices2)
+            if node == other and shared and start < end2 and start2 < end:
+                raise AssertionError(f"device {shared} of node {node} held by two runs")
 
 
 def wait_nodes_ready(stack: AgentStack, count: int) -> None:
@@ -70,18 +86,26 @@ def test_a_gangs_pods_see_each_other(stack):
 
 
 def test_exit_codes_map_to_completed_and_failed_and_the_backoff_limit_holds(stack):
+    wait_nodes_ready(stack, 3)
     ok = stack.submit("exit-zero", "exit 0", gpus=1)["id"]
     bad = stack.submit("exit-three", "echo trying; exit 3", gpus=1, backoff_limit=1)["id"]
     missing = stack.submit("no-such", ["no-such-command-fairway"], gpus=1, backoff_limit=0)["id"]
     stack.wait_status(ok, "completed", timeout=60)
     failed = stack.wait_status(bad, "failed", timeout=90)
     assert failed["restarts"] == 1
-    assert "exited with code 3; restarted once, backoff limit 1 used up" in failure(
-        stack, bad
-    )
+    assert "exited with code 3; restarted once, backoff limit 1 used up" in failure(stack, bad)
     stack.wait_status(missing, "failed", timeout=60)
     assert "could not start: " in failure(stack, missing)
     assert "no-such-command-fairway" in failure(stack, missing)
+    # an image on nodes without a container runtime waits, and says why
+    boxed = stack.submit("boxed", "true", gpus=1, spec={"image": "busybox"})["id"]
+    waiting = stack.wait_status(boxed, "pending", timeout=30)
+    wait_for(
+        lambda: "containers" in stack.workload(boxed)["pending_reason"],
+        30, f"a reason: {stack.workload(boxed)}",
+    )  # fmt: skip
+    assert waiting["restarts"] == 0
+    stack.request("POST", f"/api/v1/workloads/{boxed}/cancel/")
 
 
 def failure(stack: AgentStack, pk: int) -> str:
@@ -135,18 +159,18 @@ def test_a_reclaim_stops_runs_with_sigterm_then_sigkill_and_they_resume_later(st
     stack.wait_status(saver, "running", timeout=60)
     wait_for(
         lambda: "resumed from step 42" in pod_texts(stack, saver).get("main-0", ""),
-        30, "the saver to resume from its checkpoint",
+        30, f"the saver to resume from its checkpoint: {stack.logs(saver)}",
     )  # fmt: skip
     cancel_all(stack)
+    assert_no_device_held_twice(stack)
 
 
-def test_a_killed_agent_loses_its_node_and_its_runs_run_once_elsewhere(stack, tmp_path):
+def test_a_killed_agent_loses_its_node_and_its_runs_run_once_elsewhere(stack):
     wait_nodes_ready(stack, 3)
     cancel_all(stack)
-    lock = tmp_path / "once.lock"
+    lock = stack.var_dir / "once.lock"  # held while a run of `once` runs
     lock.touch()
     lock.chmod(0o666)
-    tmp_path.chmod(0o777)
     script = f"flock -n {lock} -c 'echo got-lock; sleep 600' || echo RAN-TWICE"
     pk = stack.submit("once", script, gpus=1)["id"]
     running = stack.wait_status(pk, "running", timeout=60)
@@ -170,3 +194,4 @@ def test_a_killed_agent_loses_its_node_and_its_runs_run_once_elsewhere(stack, tm
     stack.start_agent(node, gpus=2)
     wait_for(lambda: node_state() == "ready", 60, f"{node} to be ready again")
     cancel_all(stack)
+    assert_no_device_held_twice(stack)

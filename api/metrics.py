@@ -3,8 +3,9 @@
 A custom collector reads them from the database at scrape time (six queries, whatever
 the cluster's size), so every process serves the same numbers: cycle durations and
 decisions from CycleRecord, per-queue GPUs and workload counts from QueueState (written by
-each cycle), preemptions by reason from SchedulingEvent, nodes by state, agent GPUs'
-latest samples from GpuSample.
+each cycle), preemptions by reason and the GPU-seconds preemptions and moves threw away
+per project from SchedulingEvent, nodes by state, agent GPUs' latest samples from
+GpuSample.
 
 It names every department and project, so only a system admin reads it (their session,
 or their API token as `Authorization: Bearer fw_...`), or a scraper sending the shared
@@ -19,7 +20,9 @@ import hmac
 from collections.abc import Iterator
 
 from django.conf import settings
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, FloatField, Q, Sum
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -38,6 +41,7 @@ from scheduler_core.choices import EventType
 from scheduler_core.models import CycleRecord, Node, QueueState, SchedulingEvent, Workload
 from scheduler_core.selectors.agents import latest_gpu_samples
 
+LOST_WORK_CAUSES = {EventType.PREEMPTED: "preemption", EventType.MOVED: "move"}
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 DECISION_BUCKETS = (0, 1, 5, 10, 25, 50, 100, 250, 500, 1000)
 QUEUE_FIGURES = {
@@ -59,6 +63,7 @@ class SchedulerCollector:
         yield from self._cycles()
         yield from self._queues()
         yield from self._preemptions()
+        yield from self._lost_work()
         yield from self._workloads_and_nodes()
         yield from self._gpus()
 
@@ -145,6 +150,22 @@ class SchedulerCollector:
             .order_by()
         ):
             family.add_metric([str(kind or "unknown")], n)
+        yield family
+
+    def _lost_work(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "fairway_lost_gpu_seconds",
+            "GPU-seconds of runs thrown away by preemptions and moves, by project.",
+            labels=["project", "cause"],
+        )
+        lost = Cast(KeyTextTransform("lost_gpu_seconds", "details"), FloatField())
+        for project, kind, total in (
+            SchedulingEvent.objects.filter(type__in=LOST_WORK_CAUSES, project__isnull=False)
+            .values_list("project__name", "type")
+            .annotate(total=Sum(lost))
+            .order_by()
+        ):
+            family.add_metric([project, LOST_WORK_CAUSES[kind]], total or 0.0)
         yield family
 
     def _workloads_and_nodes(self) -> Iterator[Metric]:

@@ -178,7 +178,12 @@ class AgentStack:
         return self.agents[name]
 
     def request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, token: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        token: str | None = None,
     ) -> tuple[int, Any]:
         request = urllib.request.Request(
             self.url + path, method=method,

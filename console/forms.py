@@ -400,7 +400,10 @@ POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Policy", ("description", "policy", "placement")),
     ("Execution", ("backend", "grace_period")),
     ("Preemption", ("preemption", "min_guaranteed_runtime")),
-    ("Consolidation", ("consolidation", "max_consolidation_evaluations")),
+    (
+        "Consolidation",
+        ("consolidation", "max_consolidation_evaluations", "consolidation_weighs_lost_work"),
+    ),
     ("Pacing", ("max_reclaims_per_cycle", "max_preemptions_per_cycle")),
     (
         "Fair share",
@@ -425,6 +428,7 @@ class PoolSettingsForm(forms.Form):
         "min_guaranteed_runtime": "Min guaranteed runtime (s)",
         "consolidation": "Consolidation: move running pods to make room for a gang",
         "max_consolidation_evaluations": "Moves evaluated per cycle",
+        "consolidation_weighs_lost_work": "Weigh the work a move throws away against the wait",
         "max_reclaims_per_cycle": "Reclaims per cycle",
         "max_preemptions_per_cycle": "Priority preemptions per cycle",
         "over_quota_weight_from_quota": "Over-quota weight from the quota",

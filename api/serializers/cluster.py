@@ -54,6 +54,11 @@ class PoolSettingsSerializer(StrictInputSerializer):
         "max_consolidation_evaluations",
         "Upper bound on the moves a cycle evaluates when consolidating.",
     )
+    consolidation_weighs_lost_work = _setting(
+        "consolidation_weighs_lost_work",
+        "Move pods only while the work a move throws away is no more than the GPU-time the "
+        "waiting job has waited (off: KAI's behaviour).",
+    )
     max_reclaims_per_cycle = _setting(
         "max_reclaims_per_cycle",
         "Reclaims one cycle may make in the pool (the next cycle goes on); null = no bound.",
@@ -118,6 +123,9 @@ class PoolSerializer(serializers.Serializer):
     )
     max_consolidation_evaluations = serializers.IntegerField(
         help_text="Upper bound on moves evaluated per cycle."
+    )
+    consolidation_weighs_lost_work = serializers.BooleanField(
+        help_text="A move is made only while it throws away no more than the job has waited."
     )
     max_reclaims_per_cycle = serializers.IntegerField(
         allow_null=True, help_text="Reclaims one cycle may make in the pool; null = no bound."

@@ -15,7 +15,7 @@ from console.views.common import page
 from scheduler_core import selectors
 from scheduler_core.models import Project, SchedulingEvent
 from scheduler_core.selectors.allocation_history import allocation_history
-from scheduler_core.selectors.event_feed import recent_preemptions
+from scheduler_core.selectors.event_feed import lost_gpu_hours, recent_preemptions
 from scheduler_core.selectors.queues import PoolQueues, QueueRow
 
 WINDOWS = {
@@ -87,6 +87,7 @@ def _context(request) -> dict:
         "gpus_free": round(cluster["gpus_total"] - cluster["gpus_allocated"], 2),
         "queue_groups": group_queues(selectors.queue_overview(user=user)),
         "preemptions": recent_preemptions(user=user, limit=8),
+        "lost_gpu_hours": lost_gpu_hours(user=user, since=now - window),
         "chart": stacked_area(
             [f"{t:%H:%M}" for t in history.times], series, capacity=cluster["gpus_total"] or None
         ),

@@ -264,6 +264,7 @@ class Applier:
         if d.reason_kind == EVICT_FAULT:
             w.restarts += 1
         details = {"kind": d.reason_kind, "by": d.by, "restarts": w.restarts}
+        details["lost_gpu_seconds"] = _lost_gpu_seconds(row, w.progress_seconds, self.now)
         if d.by is not None:
             details["by_project_id"] = self._project_of(d.by_id)
         # Whoever sees the workload sees its reason: the other side only if it is its own.
@@ -291,7 +292,8 @@ class Applier:
         self._event(
             EventType.MOVED, w, nodes, pool_id=self.live.pool_ids.get(d.pool),
             reason=d.reason or f"moved from {', '.join(before)} to {', '.join(after)}",
-            details={"from": before, "to": after, "pool": d.pool},
+            details={"from": before, "to": after, "pool": d.pool,
+                     "lost_gpu_seconds": _lost_gpu_seconds(row, w.progress_seconds, self.now)},
         )  # fmt: skip
 
     def _shrink(self, d: Shrink, w: LockedWorkload, row: WorkloadRow) -> None:
@@ -414,6 +416,17 @@ class Applier:
 
 def _gpus_of(pods: Iterable[PodPlacement]) -> float:
     return sum(len(p.devices) * p.gpu_fraction for p in pods)
+
+
+def _lost_gpu_seconds(row: WorkloadRow, kept: float, now: datetime) -> float:
+    """GPU-seconds a stopped run threw away: its GPUs times the time it ran beyond the
+    progress it keeps (`kept`, its last checkpoint)."""
+    if row.started_at is None:
+        return 0.0
+    ran = max((now - row.started_at).total_seconds(), 0.0)
+    lost = max(ran - (kept - row.progress_seconds), 0.0)
+    gpus = sum(len(a.gpu_devices) * a.gpu_fraction for a in row.allocations)
+    return round(gpus * lost, 3)
 
 
 def _placements(decision: Decision) -> tuple[PodPlacement, ...]:

@@ -186,6 +186,7 @@ def _pool_config(pool: NodePool) -> PoolConfig:
         preemption=pool.preemption,
         consolidation=pool.consolidation,
         max_consolidation_evaluations=pool.max_consolidation_evaluations,
+        consolidation_weighs_lost_work=pool.consolidation_weighs_lost_work,
         max_reclaims_per_cycle=pool.max_reclaims_per_cycle,
         max_preemptions_per_cycle=pool.max_preemptions_per_cycle,
         min_guaranteed_runtime=float(pool.min_guaranteed_runtime),

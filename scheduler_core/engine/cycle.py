@@ -53,8 +53,9 @@ def run_cycle(snapshot: ClusterSnapshot, actions: tuple[str, ...] = DEFAULT_ACTI
 
 def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnapshot:
     """The snapshot after applying `result`'s decisions (what the live system does in
-    one transaction). Failed workloads leave the snapshot; started ones get
-    started_at = now; fault evictions count a restart."""
+    one transaction). Failed workloads leave the snapshot; started and moved ones get
+    started_at = now (a move restarts the pods: the run since the last start is lost,
+    as after an eviction); fault evictions count a restart."""
     workloads: dict[str, WorkloadSpec] = {w.id: w for w in snapshot.workloads}
     now = snapshot.now
     for d in result.decisions:
@@ -75,7 +76,8 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
                 restarts=w.restarts + (1 if d.reason_kind == EVICT_FAULT else 0),
             )
         elif isinstance(d, Move):
-            workloads[w.id] = dataclasses.replace(w, pods=d.pods, pool=d.pool)
+            # its pods restart elsewhere, like the live apply step restarts the run
+            workloads[w.id] = dataclasses.replace(w, pods=d.pods, pool=d.pool, started_at=now)
         elif isinstance(d, Shrink):
             left = list(w.pods)
             for pod in d.pods:

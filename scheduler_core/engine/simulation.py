@@ -1,5 +1,8 @@
 """A cluster in simulated time: events, completions by duration, scheduling to a fixed
-point, usage accounting. Shared by the scenario runner and the benchmark replay."""
+point, usage accounting. Shared by the scenario runner and the benchmark replay.
+
+A preempted or moved workload restarts: its run so far is lost (the time it needs is
+counted again from its new start), and its event says how many GPU-seconds were lost."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from scheduler_core.engine.decisions import (
     Move,
     Shrink,
 )
+from scheduler_core.engine.lost_work import lost_gpu_seconds
 from scheduler_core.engine.resources import Resources
 from scheduler_core.engine.snapshot import (
     FAIRSHARE_TIME_BASED,
@@ -47,12 +51,16 @@ class SimEvent:
     type: str
     workload: str
     reason: str = ""
+    lost_gpu_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (reason only when there is one)."""
+        """JSON form (reason only when there is one; lost_gpu_seconds on preemptions and
+        moves: the work the stopped run threw away)."""
         out: dict[str, Any] = {"at": self.at, "type": self.type, "workload": self.workload}
         if self.reason:
             out["reason"] = self.reason
+        if self.lost_gpu_seconds is not None:
+            out["lost_gpu_seconds"] = round(self.lost_gpu_seconds, 3)
         return out
 
 
@@ -194,11 +202,14 @@ class Simulation:
         if w.backoff_limit is None or restarts > w.backoff_limit:
             self._finish(wid, FAILED, "its pods crashed")
             return
+        lost = lost_gpu_seconds(w, self.now)
         self.active[wid] = dataclasses.replace(
             w, status=STATUS_PENDING, pods=(), pool=None, started_at=None, restarts=restarts
         )
         self.status[wid] = STATUS_PENDING
-        self.events.append(SimEvent(self.now, "preempted", wid, "its pods crashed; restarting"))
+        self.events.append(
+            SimEvent(self.now, "preempted", wid, "its pods crashed; restarting", lost)
+        )
 
     def set_workload(self, wid: str, **changes: Any) -> None:
         """Change fields of an active workload (priority, weight)."""
@@ -267,9 +278,11 @@ class Simulation:
             if isinstance(d, Allocate):
                 self.events.append(SimEvent(self.now, "allocated", d.workload))
             elif isinstance(d, Evict):
-                self.events.append(SimEvent(self.now, "preempted", d.workload, d.reason))
+                lost = self._lost(d.workload)
+                self.events.append(SimEvent(self.now, "preempted", d.workload, d.reason, lost))
             elif isinstance(d, Move):
-                self.events.append(SimEvent(self.now, "moved", d.workload, d.reason))
+                lost = self._lost(d.workload)
+                self.events.append(SimEvent(self.now, "moved", d.workload, d.reason, lost))
             elif isinstance(d, Shrink):
                 self.events.append(SimEvent(self.now, "shrunk", d.workload, d.reason))
             elif isinstance(d, Expand):
@@ -277,6 +290,12 @@ class Simulation:
             elif isinstance(d, Fail):
                 self.active.pop(d.workload, None)
                 self.events.append(SimEvent(self.now, "failed", d.workload, d.reason))
+
+    def _lost(self, wid: str) -> float:
+        """GPU-seconds stopping the workload's run now throws away (before the cycle's
+        decisions apply: its pods are still those of the run)."""
+        w = self.active.get(wid)
+        return 0.0 if w is None else lost_gpu_seconds(w, self.now)
 
     def take_events(self) -> list[SimEvent]:
         """Events since the last call."""

@@ -74,6 +74,10 @@ class PoolConfig:
     preemption: may preemptible workloads be evicted (reclaim, priority preemption).
     consolidation: may preemptible workloads be moved to defragment the pool, trying
     at most `max_consolidation_evaluations` victim sets per cycle.
+    consolidation_weighs_lost_work: a move restarts the moved pods; with this on, the
+    pods that lose least move first and a move is made only while the work it throws
+    away is no more than the GPU-time the job has waited (lost_work.move_is_worth_it).
+    Off (KAI's behaviour, FORMAT.md's default): moves cost nothing to the decision.
     max_reclaims_per_cycle / max_preemptions_per_cycle: at most this many pending
     workloads start by reclaiming from other queues / by preempting lower-priority work
     of their own queue per cycle (None = no bound). Paces evictions and keeps a cycle
@@ -91,6 +95,7 @@ class PoolConfig:
     preemption: bool = True
     consolidation: bool = True
     max_consolidation_evaluations: int = 100
+    consolidation_weighs_lost_work: bool = False
     max_reclaims_per_cycle: int | None = DEFAULT_MAX_RECLAIMS_PER_CYCLE
     max_preemptions_per_cycle: int | None = DEFAULT_MAX_PREEMPTIONS_PER_CYCLE
     min_guaranteed_runtime: float = 0.0

@@ -24,6 +24,11 @@ class NodePool(models.Model):
     preemption = models.BooleanField(default=True)
     consolidation = models.BooleanField(default=True)
     max_consolidation_evaluations = models.PositiveIntegerField(default=100)
+    consolidation_weighs_lost_work = models.BooleanField(
+        default=False,
+        help_text="Move running pods only while the work a move throws away is no more than "
+        "the GPU-time the waiting job has waited.",
+    )
     max_reclaims_per_cycle = models.PositiveIntegerField(
         null=True,
         blank=True,

@@ -1,4 +1,5 @@
-"""Event feeds: the live events page, a workload's timeline, recent preemptions.
+"""Event feeds: the live events page, a workload's timeline, recent preemptions, the work
+preemptions and moves threw away.
 
 Events are read as their viewer may see them (live_events.other_side): call
 `events_as_seen_by` on what a page shows."""
@@ -6,8 +7,11 @@ Events are read as their viewer may see them (live_events.other_side): call
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import FloatField, QuerySet, Sum
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
 from scheduler_core import access
 from scheduler_core.choices import EventType
@@ -61,6 +65,18 @@ def events_as_seen_by(events: Iterable[SchedulingEvent], user) -> list[Schedulin
 def recent_preemptions(*, user, limit: int = 8) -> list[SchedulingEvent]:
     """The last preemptions the user may see, with why."""
     return events_as_seen_by(event_feed(user=user, types=[EventType.PREEMPTED])[:limit], user)
+
+
+def lost_gpu_hours(*, user, since: datetime) -> float:
+    """GPU-hours that preemptions and moves of the workloads the user may see threw away
+    since `since` (their events' lost_gpu_seconds; one query)."""
+    lost = Cast(KeyTextTransform("lost_gpu_seconds", "details"), FloatField())
+    total = (
+        SchedulingEvent.objects.visible_to(user)
+        .filter(type__in=[EventType.PREEMPTED, EventType.MOVED], created_at__gte=since)
+        .aggregate(total=Sum(lost))["total"]
+    )
+    return round((total or 0.0) / 3600, 1)
 
 
 def workload_timeline(workload: Workload, *, user) -> list[SchedulingEvent]:

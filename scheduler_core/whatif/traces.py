@@ -44,6 +44,7 @@ class TraceCluster:
     nodes: int
     gpus_per_node: int
     quotas: Mapping[str, float]
+    weigh_moves: bool = False  # the pool's consolidation_weighs_lost_work
 
     @property
     def gpus(self) -> int:
@@ -132,7 +133,7 @@ def trace_scenario(
     document: dict[str, Any] = {
         "name": name,
         "description": "a job trace replayed on a synthetic cluster",
-        "config": {"policy": "quota"},
+        "config": {"policy": "quota", "consolidation_weighs_lost_work": cluster.weigh_moves},
         "pools": [{"name": POOL}],
         "nodes": [
             {"name": "node", "count": cluster.nodes, "pool": POOL, "gpus": cluster.gpus_per_node}

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler_core.loop.cycle import run_cycle
+from scheduler_core.models import Workload
 from scheduler_core.services.quotas import queue_owner_set_quota
 
 pytestmark = pytest.mark.django_db
@@ -34,6 +38,10 @@ def busy_cluster(cluster, submit):
     for i in range(2):
         submit("nlp", f"borrow-{i}", gpus=8)
     run_cycle()
+    # the borrowed runs have lasted an hour when one is reclaimed
+    Workload.objects.filter(project=cluster["nlp"]).update(
+        started_at=timezone.now() - timedelta(hours=1)
+    )
     queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=cluster["pool"], gpus=0)
     submit("vision", "owner", gpus=8)
     submit("vision", "waiting", gpus=8)
@@ -56,6 +64,8 @@ def test_metrics_show_cycles_queues_workloads_and_preemptions(busy_cluster, scra
     pending = (("pool", "a100"), ("project", "vision"), ("status", "pending"))
     assert m[("fairway_project_workloads", pending)] == 1
     assert m[("fairway_preemptions_total", (("reason", "reclaim"),))] == 1
+    lost = m[("fairway_lost_gpu_seconds_total", (("cause", "preemption"), ("project", "nlp")))]
+    assert 8 * 3600 <= lost < 8 * 3660  # 8 GPUs for an hour
     assert m[("fairway_workloads", (("status", "running"),))] == 2
     assert m[("fairway_nodes", (("pool", "a100"), ("state", "ready")))] == 2
 
@@ -63,12 +73,12 @@ def test_metrics_show_cycles_queues_workloads_and_preemptions(busy_cluster, scra
 def test_metrics_take_the_same_queries_whatever_the_size(
     busy_cluster, scraper, submit, django_assert_num_queries
 ):
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         scraper.get("/metrics")
     for i in range(5):
         submit("infra", f"more-{i}", gpus=1)
     run_cycle()
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         scraper.get("/metrics")
 
 

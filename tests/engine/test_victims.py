@@ -147,7 +147,8 @@ def test_consolidation_moves_and_respects_the_switch() -> None:
     work = [
         workload("t1", gpus=2, running_on=["n1"]),
         workload("t2", gpus=2, running_on=["n2"]),
-        workload("big", gpus=4),
+        # it has waited (4 GPUs x 100 s) as long as the move loses (2 GPUs x 100 s)
+        workload("big", gpus=4, submitted_at=0.0),
     ]
     result = run_cycle(snapshot(nodes, queues, work))
     assert sorted(type(d).__name__ for d in result.decisions) == ["Allocate", "Move"]
@@ -175,7 +176,7 @@ def test_a_move_that_cannot_help_spends_no_consolidation_budget() -> None:
         workload("a", gpus=1, running_on=["n3"], priority=100),
         workload("b", gpus=1, running_on=["n4"], priority=100),
         workload("wide", gpus=6, priority=100),
-        workload("four", gpus=4, priority=50),
+        workload("four", gpus=4, priority=50, submitted_at=0.0),
     ]
     pools = [PoolConfig(name="default", max_consolidation_evaluations=1)]
     result = run_cycle(snapshot(nodes, queues, work, pools=pools))

@@ -1,9 +1,17 @@
 """Consolidate: when a preemptible pending workload would fit in the pool's idle GPUs
 but no node has room (fragmentation), simulate moving preemptible workloads in memory
-and commit only if the pending one and every moved workload are placed at once."""
+and commit only if the pending one and every moved workload are placed at once.
+
+A move restarts the moved pods, so it throws their run so far away. In a pool that
+weighs it (`consolidation_weighs_lost_work`), the workloads that lose least are moved
+first, and a move is made only while the work it throws away is no more than the
+GPU-time the job has waited (lost_work.move_is_worth_it). Otherwise (KAI's behaviour,
+FORMAT.md's default) nodes closest to having room and smaller workloads go first, and a
+move costs nothing to the decision."""
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 from scheduler_core.engine.actions.common import (
@@ -14,6 +22,7 @@ from scheduler_core.engine.actions.common import (
 )
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
+from scheduler_core.engine.lost_work import lost_gpu_seconds, move_is_worth_it, waited_gpu_seconds
 from scheduler_core.engine.placement import place_pods
 from scheduler_core.engine.resources import EPSILON
 
@@ -35,26 +44,41 @@ def consolidate(session: Session) -> None:
         )
 
 
+def _lost(session: Session, v: WorkloadState) -> float:
+    """GPU-seconds moving `v` throws away."""
+    return lost_gpu_seconds(v.spec, session.now, v.allocated()[0])
+
+
 def _victim_groups(
-    session: Session, pool: PoolIndex, job: WorkloadState, widest: int
+    session: Session, pool: PoolIndex, job: WorkloadState, widest: int, allowance: float
 ) -> list[list[WorkloadState]]:
-    """Per node (those closest to having room first), the movable workloads that must
-    leave it so that it has `widest` whole GPUs free (smaller ones first)."""
+    """Per node, the movable workloads that must leave it so that it has `widest` whole
+    GPUs free. Weighing lost work (`allowance` finite): those that lose least first (then
+    smaller ones), nodes whose group loses least first (then those closest to having
+    room), and a workload whose move alone would lose more than `allowance` GPU-seconds
+    stays. Otherwise: smaller ones first, nodes closest to having room first."""
+    weigh = not math.isinf(allowance)
     nodes = sorted(
         (n for n in pool.nodes if n.ready and n.workloads and n.gpus >= widest),
         key=lambda n: (-n.free_gpus(), n.index),
     )
     seen: set[str] = set()
-    groups: list[list[WorkloadState]] = []
+    groups: list[tuple[float, int, list[WorkloadState]]] = []
     for node in nodes:
-        here = [session.workloads[wid] for wid in node.workloads]
-        here.sort(key=lambda v: (v.allocated()[0], v.spec.creation_order))
+        here = [
+            (_lost(session, session.workloads[wid]) if weigh else 0.0, session.workloads[wid])
+            for wid in node.workloads
+        ]
+        here.sort(key=lambda t: (t[0], t[1].allocated()[0], t[1].spec.creation_order))
         free = node.free_whole
         group: list[WorkloadState] = []
-        for v in here:
+        cost = 0.0
+        for lost, v in here:
             if free >= max(widest, 1):
                 break
             if v.id in seen or v is job or not v.preemptible or v.pool != pool.name:
+                continue
+            if not move_is_worth_it(lost, allowance):
                 continue
             if any(session.nodes[p.node].state != "ready" for p in v.pods):
                 continue
@@ -62,12 +86,15 @@ def _victim_groups(
                 continue
             seen.add(v.id)
             group.append(v)
+            cost += lost
             free += sum(
                 len(p.devices) for p in v.pods if p.node == node.name and p.gpu_fraction >= 1.0
             )
         if group:
-            groups.append(group)
-    return groups
+            groups.append((cost, len(groups), group))
+    if weigh:
+        groups.sort(key=lambda t: (t[0], t[1]))
+    return [group for _, _, group in groups]
 
 
 def _slots_suffice(pool: PoolIndex, widths: list[int], freed: dict[str, int]) -> bool:
@@ -118,7 +145,13 @@ def _attempt(
     )
     if widest > pool.max_devices:
         return  # no node can ever hold such a pod
-    groups = _victim_groups(session, pool, job, widest)
+    # the GPU-time the job has waited: what a move may throw away to start it now
+    allowance = (
+        waited_gpu_seconds(job.spec, need, session.now)
+        if pool.config.consolidation_weighs_lost_work
+        else math.inf
+    )
+    groups = _victim_groups(session, pool, job, widest, allowance)
     chosen: list[WorkloadState] = []
     # whole-GPU pods to place in each evaluation (the job's and the moved ones'), and the
     # whole GPUs the moved ones free per node
@@ -140,6 +173,7 @@ def _attempt(
         budget[0] -= 1
         stmt = session.statement()
         before = {v.id: (tuple(v.pods), v.pod_counts()) for v in chosen}
+        lost_before = {v.id: _lost(session, v) for v in chosen}
         for v in chosen:
             for pod in list(reversed(v.pods)):
                 stmt.unbind(v, pod)
@@ -154,9 +188,13 @@ def _attempt(
         if not ok:
             stmt.discard()
             continue
-        for v in chosen:
-            if sorted(v.pods, key=repr) != sorted(before[v.id][0], key=repr):
-                stmt.mark_moved(v)
+        moved = [v for v in chosen if sorted(v.pods, key=repr) != sorted(before[v.id][0], key=repr)]
+        lost = sum(lost_before[v.id] for v in moved)
+        if not move_is_worth_it(lost, allowance):
+            stmt.discard()
+            return  # more groups only move more; the job may wait (and earn more)
+        for v in moved:
+            stmt.mark_moved(v)
         stmt.commit()
         return
     failed.add(shape)

@@ -57,6 +57,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--cap-hours", type=float, default=24.0, help="longest job duration, hours"
         )
+        parser.add_argument(
+            "--weigh-moves",
+            action="store_true",
+            help="the pool weighs the work a consolidation move throws away against the "
+            "time the job waited (consolidation_weighs_lost_work; off: KAI's behaviour)",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -75,6 +81,7 @@ class Command(BaseCommand):
             options["nodes"],
             options["gpus_per_node"],
             team_quotas((j.team for j in jobs), gpus, team_nodes),
+            weigh_moves=options["weigh_moves"],
         )
         too_large = [j for j in jobs if not fits(j, cluster)]
         jobs = [j for j in jobs if fits(j, cluster)]
@@ -97,6 +104,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{len(jobs)} jobs on {cluster.nodes} nodes x {cluster.gpus_per_node} GPUs, "
             f"a cycle every {options['step']:g} s"
+            + ("; consolidation weighs lost work" if cluster.weigh_moves else "")
             + (f"; {len(too_large)} left out (larger than the cluster)" if too_large else "")
         )
         for line in figures_table(runs):

@@ -394,6 +394,8 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
     )  # fmt: skip
     hot = list(
         Workload.objects.filter(status__in=ACTIVE_STATES)
+        # backing off after a failed run: not scheduled before its retry time
+        .exclude(status=WorkloadStatus.PENDING, retry_at__gt=now)
         .order_by("submitted_at", "pk")
         .values_list(*HOT_FIELDS)
     )

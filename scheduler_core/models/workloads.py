@@ -91,6 +91,11 @@ class Workload(VersionedModel):
     submitted_at = models.DateTimeField(db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    retry_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="After a failed run: not started again before this (back-off).",
+    )
     progress_seconds = models.FloatField(
         default=0, help_text="Simulated runtime saved at the last checkpoint."
     )

@@ -4,7 +4,10 @@ they printed, how they ended."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import psycopg
 import pytest
@@ -66,7 +69,16 @@ def test_pods_on_one_node_see_disjoint_gpus_and_logs_arrive_complete(stack):
         assert gpus.group(1) not in node, f"device {gpus.group(1)} given twice on one node"
         node.add(gpus.group(1))
     assert len(seen) == 3 and all(len(devices) == 2 for devices in seen.values())
-    assert pod_texts(stack, chatty)["main-0"].splitlines() == [f"line-{i}" for i in range(1, 3001)]
+    expected = [f"line-{i}" for i in range(1, 3001)]
+    assert pod_texts(stack, chatty)["main-0"].splitlines() == expected
+    # the researcher's CLI reads the same output
+    cli = subprocess.run(
+        [sys.executable, "-m", "fairway_cli", "logs", str(chatty)],
+        env={**os.environ, "FAIRWAY_URL": stack.url, "FAIRWAY_TOKEN": stack.token},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.splitlines() == expected
 
 
 def test_a_gangs_pods_see_each_other(stack):

@@ -19,7 +19,7 @@ A report of another node's run, of an unknown run or of an older epoch changes n
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -229,6 +229,15 @@ def _failure(run: PodRun, node: Node) -> str:
     return f"{pod} {code} (signal {run.signal})" if run.signal else f"{pod} {code}"
 
 
+FIRST_RETRY_DELAY = 10.0  # seconds before a failed workload starts again, doubling
+MAX_RETRY_DELAY = 300.0  # per restart up to this (as Kubernetes backs off crash loops)
+
+
+def retry_delay(restarts: int) -> float:
+    """Seconds a workload that failed waits before its restart number `restarts`."""
+    return min(FIRST_RETRY_DELAY * 2 ** max(restarts - 1, 0), MAX_RETRY_DELAY)
+
+
 def _run_failed(workload: Workload, run: PodRun, node: Node, why: str) -> None:
     """The workload's run failed (`why`): stop its other pods, count a restart, re-queue
     it while its backoff limit allows, else fail it for good (as faults do)."""
@@ -258,8 +267,10 @@ def _run_failed(workload: Workload, run: PodRun, node: Node, why: str) -> None:
         workload.pending_reason = ""
         workload.pending_reason_kind = ""
     else:
+        delay = retry_delay(workload.restarts)
         workload.status = WorkloadStatus.PENDING
-        workload.pending_reason = f"re-queued: {why}"
+        workload.retry_at = now + timedelta(seconds=delay)
+        workload.pending_reason = f"re-queued: {why}; starting again in {delay:g} s"
         workload.pending_reason_kind = "preempted"
     workload.save()
     if out_of_restarts:

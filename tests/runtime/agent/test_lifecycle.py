@@ -3,8 +3,12 @@ report (docs/agent.md, "Workload lifecycle")."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.utils import timezone
+
 from scheduler_core.choices import EventType, WorkloadStatus
-from scheduler_core.models import Allocation, SchedulingEvent
+from scheduler_core.models import Allocation, SchedulingEvent, Workload
 from scheduler_core.models.agents import PodRunState
 from scheduler_core.services.workloads import workload_cancel
 from tests.runtime.agent.conftest import assert_no_device_held_twice, runs_of
@@ -86,7 +90,11 @@ def test_a_failing_run_is_retried_while_the_backoff_limit_allows(agents, submit)
     w = _reload(w)
     assert w.status == WorkloadStatus.PENDING and w.restarts == 1
     assert "exited with code 3" in w.pending_reason and "host-" in w.pending_reason
+    assert "starting again in 10 s" in w.pending_reason
 
+    agents.cycle()  # it backs off: not started again before its retry time
+    assert len(runs_of(w)) == 1 and _reload(w).status == WorkloadStatus.PENDING
+    Workload.objects.filter(pk=w.pk).update(retry_at=timezone.now() - timedelta(seconds=1))
     agents.cycle()
     run = runs_of(w)[-1]
     assert run.state == PodRunState.STARTING and len(runs_of(w)) == 2

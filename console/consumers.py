@@ -15,7 +15,7 @@ Protocol (URL `/ws/events/`, JSON text frames):
     {"type": "event", "group": "project-3", "event": {...}}      (live_events.recording)
     {"type": "simulation.progress", "group": "simulation-5", "simulation": {...}}
     {"type": "log", "group": "workload-17", "log": {"workload", "pod", "run", "offset",
-        "text"}}                                                 (a pod's new output)
+        "next_offset", "text"}}                                                 (a pod's new output)
     {"type": "pong"}
     {"type": "error", "message": "...", "field": "groups"}      (bad message; never closes)
 

@@ -1,5 +1,6 @@
 """Workloads: the filterable list (rows updated in place from live events), one workload's
-detail with its pods and timeline, and the actions its project's members may take."""
+detail with its pods (their output, runs and usage) and timeline, and the actions its
+project's members may take."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from console.forms import PriorityForm, WorkloadFilterForm
 from console.views.common import is_htmx, page
+from console.views.workload_output import output_context
 from scheduler_core import access, selectors
 from scheduler_core.choices import ACTIVE_STATES
 from scheduler_core.models import Project, Workload
@@ -84,9 +86,10 @@ def _visible_workload(request, pk: int) -> Workload:
     return get_object_or_404(qs, pk=pk)
 
 
-def _detail_context(request, workload: Workload) -> dict:
+def _detail_context(request, workload: Workload, *, with_log: bool = False) -> dict:
     allocations = list(workload.allocations.all())
     return {
+        **output_context(request, workload, allocations, with_log=with_log),
         "w": workload,
         "allocations": allocations,
         "nodes": sorted({a.node.name for a in allocations}),
@@ -100,9 +103,8 @@ def _detail_context(request, workload: Workload) -> dict:
 @login_required
 def workload_detail(request, pk: int):
     workload = _visible_workload(request, pk)
-    return page(
-        request, "console/workloads/detail.html", "workloads", _detail_context(request, workload)
-    )
+    context = _detail_context(request, workload, with_log=True)
+    return page(request, "console/workloads/detail.html", "workloads", context)
 
 
 @login_required
@@ -110,6 +112,15 @@ def workload_detail_live(request, pk: int):
     workload = _visible_workload(request, pk)
     return render(
         request, "console/workloads/_detail_live.html", _detail_context(request, workload)
+    )
+
+
+@login_required
+def workload_output_runs(request, pk: int):
+    """The runs of one pod (`?pod=`) and how they ended, for logs.js to swap in."""
+    workload = _visible_workload(request, pk)
+    return render(
+        request, "console/workloads/_output_runs.html", _detail_context(request, workload)
     )
 
 

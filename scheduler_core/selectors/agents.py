@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
-from scheduler_core.models import GpuSample, JoinToken, LogChunk, NodePool, PodRun, Workload
+from scheduler_core.models import (
+    Allocation,
+    GpuSample,
+    JoinToken,
+    LogChunk,
+    NodePool,
+    PodRun,
+    RunUsageSample,
+    Workload,
+)
 
 MAX_LOG_BYTES = 1024 * 1024
 """At most this much log per pod in one answer; `next_offset` says where to go on."""
@@ -116,3 +125,71 @@ def workload_logs(
         text = data.decode("utf-8", errors="replace")
         logs.append(PodLog(run.pod, run, start, start + len(data), text))
     return logs
+
+
+def pod_runs_of(workload: Workload) -> dict[str, list[PodRun]]:
+    """Every run of the workload's pods, by pod ("main-0"), newest first. One query."""
+    runs = (
+        PodRun.objects.filter(workload=workload)
+        .select_related("node")
+        .order_by("group", "pod_index", "-pk")
+    )
+    by_pod: dict[str, list[PodRun]] = {}
+    for run in runs:
+        by_pod.setdefault(run.pod, []).append(run)
+    return by_pod
+
+
+def latest_run_usage(run_ids: Iterable[int]) -> dict[int, RunUsageSample]:
+    """Each run's latest CPU and memory sample, by run id (within a few usage intervals)."""
+    since = timezone.now() - timedelta(seconds=max(60.0, 3 * settings.AGENT_USAGE_INTERVAL))
+    samples = RunUsageSample.objects.filter(run_id__in=list(run_ids), at__gte=since)
+    latest: dict[int, RunUsageSample] = {}
+    for sample in samples.order_by("run_id", "at"):
+        latest[sample.run_id] = sample
+    return latest
+
+
+IDLE_UTILIZATION = 5.0
+"""Below this percent busy, an allocated GPU counts as idle..."""
+IDLE_AFTER = timedelta(minutes=1)
+"""...in a sample taken at least this long after it was allocated."""
+
+
+@dataclass(frozen=True)
+class DeviceUsage:
+    """One GPU's latest sample, and whether it is allocated but idle."""
+
+    utilization: float
+    memory_used_mib: float
+    memory_total_mib: float
+    at: datetime
+    idle: bool
+
+
+def device_usage(node_ids: Iterable[int]) -> dict[tuple[int, int], DeviceUsage]:
+    """The latest usage of each GPU of `node_ids`, by (node id, index). A device is idle when
+    a pod has held it for over IDLE_AFTER and its latest sample since then is under
+    IDLE_UTILIZATION percent. Two queries."""
+    node_ids = list(node_ids)
+    allocated: dict[tuple[int, int], datetime] = {}
+    allocations = Allocation.objects.filter(node_id__in=node_ids).values_list(
+        "node_id", "gpu_devices", "created_at"
+    )
+    for node_id, devices, created_at in allocations:
+        for index in devices or []:
+            key = (node_id, index)
+            allocated[key] = min(created_at, allocated.get(key, created_at))
+    usage = {}
+    for node_id, samples in latest_gpu_samples(node_ids).items():
+        for s in samples:
+            since = allocated.get((node_id, s.index))
+            idle = (
+                since is not None
+                and s.at - since >= IDLE_AFTER
+                and s.utilization < IDLE_UTILIZATION
+            )
+            usage[(node_id, s.index)] = DeviceUsage(
+                s.utilization, s.memory_used_mib, s.memory_total_mib, s.at, idle
+            )
+    return usage

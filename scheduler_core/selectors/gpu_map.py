@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scheduler_core import access
-from scheduler_core.choices import NodeState
+from scheduler_core.choices import Backend, NodeState
 from scheduler_core.models import Allocation, Node, NodePool
+from scheduler_core.selectors.agents import DeviceUsage, device_usage
 
 
 @dataclass
@@ -26,6 +27,8 @@ class DeviceCell:
 
     index: int
     slices: list[DeviceSlice] = field(default_factory=list)
+    usage: DeviceUsage | None = None
+    """Its latest sample from a node agent (`with_usage`), if one came lately."""
 
     @property
     def used(self) -> float:
@@ -55,6 +58,14 @@ class NodeMap:
     def schedulable(self) -> bool:
         return self.node.state == NodeState.READY
 
+    @property
+    def simulated(self) -> bool:
+        return self.node.pool.backend == Backend.SIMULATED
+
+    @property
+    def idle_devices(self) -> int:
+        return sum(1 for d in self.devices if d.usage is not None and d.usage.idle)
+
 
 @dataclass
 class PoolMap:
@@ -77,15 +88,30 @@ class PoolMap:
         return round(sum(n.gpus_free for n in self.nodes if n.schedulable), 2)
 
 
-def gpu_map(*, user, pool: NodePool | None = None) -> list[PoolMap]:
-    """Pools -> nodes -> devices -> pods, as `user` may see them (4 queries)."""
+def with_usage(pools: list[PoolMap]) -> list[PoolMap]:
+    """Give each device of agent-run nodes its latest sample (2 queries)."""
+    nodes = [n for p in pools for n in p.nodes if not n.simulated]
+    usage = device_usage(n.node.pk for n in nodes)
+    for n in nodes:
+        for device in n.devices:
+            device.usage = usage.get((n.node.pk, device.index))
+    return pools
+
+
+def gpu_map(*, user, pool: NodePool | None = None, only: Node | None = None) -> list[PoolMap]:
+    """Pools -> nodes -> devices -> pods, as `user` may see them (4 queries); only the node
+    `only` (in its pool) when given."""
     if not access.is_authenticated(user):
         return []
+    if only is not None:
+        pool = only.pool
     pools = [pool] if pool is not None else list(NodePool.objects.order_by("name"))
     nodes = Node.objects.visible_to(user).filter(pool__in=pools).order_by("name")
+    if only is not None:
+        nodes = nodes.filter(pk=only.pk)
     visible = access.visible_project_ids(user)
     allocations = (
-        Allocation.objects.filter(node__pool__in=pools)
+        Allocation.objects.filter(node__in=nodes)
         .select_related("workload", "workload__project")
         .order_by("workload__project__name", "workload_id", "pod_index")
     )
@@ -109,5 +135,6 @@ def gpu_map(*, user, pool: NodePool | None = None) -> list[PoolMap]:
                             workload_name=alloc.workload.name if shown else "",
                         )
                     )
+        node.pool = maps[node.pool_id].pool  # one pool object per pool, no query per node
         maps[node.pool_id].nodes.append(NodeMap(node=node, devices=devices))
     return list(maps.values())

@@ -353,6 +353,7 @@ def record_log(*, node: Node, run_id: int, offset: int, data: bytes) -> int:
                             "pod": run.pod,
                             "run": run.pk,
                             "offset": stored,
+                            "next_offset": stored + len(new),
                             "text": new.decode("utf-8", errors="replace"),
                         },
                     },

@@ -12,6 +12,8 @@
  *   data-live-feed                        a <tbody> that gets new events prepended
  *   data-live-resync-only                 with data-live-src: re-fetched only on (re)connect
  *
+ * A pod's output (`log` frames) is handed on as a `live:log` event on document (logs.js).
+ *
  * Rules the page can rely on:
  * - Resync on every connection, the first one included: once the server confirms a
  *   subscription, every region of those groups is fetched again, so nothing that happened
@@ -216,6 +218,10 @@
       resync(all ? null : new Set(data.groups || [])).then(function () {
         document.body.setAttribute("data-live-ready", "1");
       });
+      return;
+    }
+    if (data.type === "log") { // a pod's output: for logs.js, not a reason to refetch regions
+      document.dispatchEvent(new CustomEvent("live:log", { detail: data.log }));
       return;
     }
     var group = data.group;
@@ -651,6 +657,7 @@
   window.fairwayLive = {
     refreshAll: function () { return resync(null); },
     syncSubscriptions: syncSubscriptions,
+    refresh: refresh,
     connect: retryNow,
     retryNow: retryNow,
     /* Close the socket as a network drop would (it reconnects and resyncs by itself). */

@@ -33,7 +33,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def run(workloads: int, agents: int, gpus: int, command: str) -> int:
+def run(
+    workloads: int, agents: int, gpus: int, command: str, keep: bool = False, web: int = 3
+) -> int:
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith("postgres"):
         print("agent_bench needs DATABASE_URL of a PostgreSQL server (bin/services start)")
@@ -47,7 +49,7 @@ def run(workloads: int, agents: int, gpus: int, command: str) -> int:
     var = Path(tempfile.mkdtemp(prefix="fairway-agent-bench-"))
     stack = AgentStack(
         var_dir=var, env={"DATABASE_URL": database, "REDIS_URL": ""},
-        projects={"team": float(agents * gpus)}, grace=2,
+        projects={"team": float(agents * gpus)}, grace=2, web=web,
     )  # fmt: skip
     try:
         print(f"starting the product and {agents} agents x {gpus} fake GPUs ...", flush=True)
@@ -96,6 +98,24 @@ def run(workloads: int, agents: int, gpus: int, command: str) -> int:
             failed = conn.execute(
                 "select count(*) from scheduler_core_workload where status = 'failed'"
             ).fetchone()
+            # where a run's time goes: start sent -> the agent says it runs -> it exits ->
+            # its workload is completed; and how long a device waits for its next run
+            phases = conn.execute(
+                "select avg(extract(epoch from r.started_at - r.created_at)), "
+                "avg(extract(epoch from r.created_at - w.started_at)), "
+                "avg(extract(epoch from r.ended_at - r.started_at)), "
+                "avg(extract(epoch from w.finished_at - r.ended_at)) "
+                "from scheduler_core_podrun r join scheduler_core_workload w "
+                "on w.id = r.workload_id where r.ended_at is not null"
+            ).fetchone()
+            gaps = conn.execute(
+                "select avg(gap), avg(placed) from (select extract(epoch from r.created_at - "
+                "lag(r.ended_at) over (partition by r.node_id, r.gpu_devices::text "
+                "order by r.created_at)) as gap, extract(epoch from w.started_at - "
+                "lag(r.ended_at) over (partition by r.node_id, r.gpu_devices::text "
+                "order by r.created_at)) as placed from scheduler_core_podrun r join "
+                "scheduler_core_workload w on w.id = r.workload_id) g where gap is not null"
+            ).fetchone()
         latency = [float(r[0]) for r in rows]
         starts = sorted(float(r[1]) for r in rows)
         span = (starts[-1] - starts[0]) if len(starts) > 1 else 0.0
@@ -108,12 +128,26 @@ def run(workloads: int, agents: int, gpus: int, command: str) -> int:
             f"p95 {percentile(latency, 0.95):.2f} s, max {max(latency):.2f} s"
         )
         print(f"runs started per second: {len(rows) / span if span else float('nan'):.1f}")
+        if phases and phases[0] is not None:
+            print(
+                f"per run, mean: placed -> start sent {float(phases[1]):.2f} s, "
+                f"start sent -> running {float(phases[0]):.2f} s, "
+                f"running -> exited {float(phases[2]):.2f} s, "
+                f"exited -> workload completed {float(phases[3]):.2f} s"
+            )
+        if gaps and gaps[0] is not None:
+            print(f"a device's wait from one run's exit to the next start sent: "
+                  f"{float(gaps[0]):.2f} s (mean; to the next placement "
+                  f"{float(gaps[1]):.2f} s)")  # fmt: skip
         print(f"wall time to complete all: {wall:.1f} s")
         return 0
     finally:
         stack.stop()
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if keep:
+            print(f"database kept: {database}")
+        else:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,8 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", type=int, default=4)
     parser.add_argument("--gpus", type=int, default=8, help="fake GPUs per agent")
     parser.add_argument("--command", default="true")
+    parser.add_argument("--keep-database", action="store_true", help="to look into it after")
+    parser.add_argument("--web", type=int, default=3, help="web processes (WEB_CONCURRENCY)")
     args = parser.parse_args(argv)
-    return run(args.workloads, args.agents, args.gpus, args.command)
+    return run(args.workloads, args.agents, args.gpus, args.command, args.keep_database, args.web)
 
 
 if __name__ == "__main__":

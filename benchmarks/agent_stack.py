@@ -113,6 +113,7 @@ class AgentStack:
     env: dict[str, str] = field(default_factory=dict)
     projects: dict[str, float] = field(default_factory=lambda: {"team": 16.0})  # quotas
     grace: int = 3
+    web: int = 1  # web processes (agents' websockets are spread over them)
     port: int = field(default_factory=free_port)
     token: str = ""
     admin_token: str = ""
@@ -147,7 +148,7 @@ class AgentStack:
             setup["token"], setup["admin_token"], setup["join"],
         )  # fmt: skip
         cmd = [sys.executable, "manage.py", "run", "--port", str(self.port),
-               "--web-concurrency", "1", "--no-local-agent"]  # fmt: skip
+               "--web-concurrency", str(self.web), "--no-local-agent"]  # fmt: skip
         self.product = Process(cmd, self._env())
         wait_for(lambda: "Fairway is running" in self.product_output() or self._dead(),
                  120, "the product to start")  # fmt: skip

@@ -26,6 +26,7 @@ urlpatterns = [
     path("logout/", auth.LogoutView.as_view(), name="logout"),
     path("queue/", queue.queue, name="queue"),
     path("live/queue/", queue.queue_live, name="queue_live"),
+    path("queue/<int:pk>/priority/", queue.queue_priority, name="queue_priority"),
     path("workloads/", workloads.workload_list, name="workloads"),
     path("workloads/rows/<int:pk>/", workloads.workload_row, name="workload_row"),
     path("workloads/<int:pk>/", workloads.workload_detail, name="workload_detail"),

@@ -14,6 +14,7 @@ from console.views import (
     simulations,
     submit,
     tokens,
+    workload_list,
     workloads,
 )
 
@@ -27,8 +28,9 @@ urlpatterns = [
     path("queue/", queue.queue, name="queue"),
     path("live/queue/", queue.queue_live, name="queue_live"),
     path("queue/<int:pk>/priority/", queue.queue_priority, name="queue_priority"),
-    path("workloads/", workloads.workload_list, name="workloads"),
-    path("workloads/rows/<int:pk>/", workloads.workload_row, name="workload_row"),
+    path("workloads/", workload_list.workload_list, name="workloads"),
+    path("workloads/rows/<int:pk>/", workload_list.workload_row, name="workload_row"),
+    path("workloads/bulk/", workload_list.workload_bulk, name="workload_bulk"),
     path("workloads/<int:pk>/", workloads.workload_detail, name="workload_detail"),
     path("workloads/<int:pk>/live/", workloads.workload_detail_live, name="workload_detail_live"),
     path("workloads/<int:pk>/cancel/", workloads.workload_cancel, name="workload_cancel"),

@@ -297,7 +297,23 @@ class BulkActionForm(forms.Form):
 
 
 class EventFilterForm(forms.Form):
+    """Filters of the events page: type, project, pool, words in the reason or the
+    workload's name, a time range, and `before` (the id of the last event of the previous
+    page: the cursor to older events)."""
+
     type = forms.ChoiceField(required=False, choices=[("", "Every type"), *EventType.choices])
+    q = forms.CharField(required=False, max_length=100, label="Search")
+    start = forms.DateTimeField(
+        required=False,
+        label="From",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+    end = forms.DateTimeField(
+        required=False,
+        label="To",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
     project = forms.ModelChoiceField(
         queryset=Project.objects.none(), required=False, empty_label="All projects"
     )

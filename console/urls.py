@@ -5,6 +5,7 @@ from django.urls import path
 from console.views import (
     auth,
     events,
+    node_list,
     nodes,
     org,
     overview,
@@ -51,6 +52,12 @@ urlpatterns = [
         name="quota_whatif",
     ),
     path("nodes/", nodes.nodes, name="nodes"),
+    path("nodes/list/", node_list.node_list, name="node_list"),
+    path(
+        "nodes/list/<int:pk>/<str:action>/",
+        node_list.node_list_action,
+        name="node_list_action",
+    ),
     path("live/nodes/", nodes.nodes_live, name="nodes_live"),
     path("nodes/<int:pk>/<str:action>/", nodes.node_action, name="node_action"),
     path("pools/", pools.pools, name="pools"),

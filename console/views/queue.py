@@ -21,10 +21,9 @@ from scheduler_core.services import workloads as workload_services
 def _context(request) -> dict:
     queues = selectors.queue_overview(user=request.user)
     ordered = pool_queues_in_order(queues)
-    for q in queues:
-        q.ordered = ordered[q.pool.pk]
+    rows = [{"pool": q.pool, "ordered": ordered[q.pool.pk]} for q in queues]
     actable = set(submittable_projects(user=request.user).values_list("pk", flat=True))
-    return {"queues": queues, "actable": actable}
+    return {"queues": rows, "actable": actable}
 
 
 @login_required

@@ -38,18 +38,19 @@ def node_rows(*, user, pool: NodePool | None = None, state: str = "") -> list[No
     if state:
         pairs = [(n, p) for n, p in pairs if n.node.state == state]
     maps = [n for n, _ in pairs]
-    usage = {
-        row["node_id"]: row
-        for row in Allocation.objects.filter(node_id__in=[n.node.pk for n in maps])
+    usage: dict[int, tuple[float, float]] = {
+        node_id: (cpu or 0.0, memory or 0.0)
+        for node_id, cpu, memory in Allocation.objects.filter(node_id__in=[n.node.pk for n in maps])
         .values("node_id")
         .annotate(cpu=Sum(F("workload__cpu")), memory=Sum(F("workload__memory")))
+        .values_list("node_id", "cpu", "memory")
     }
     return [
         NodeRow(
             map=n,
             pool=p,
-            cpu_used=(usage.get(n.node.pk) or {}).get("cpu") or 0.0,
-            memory_used=(usage.get(n.node.pk) or {}).get("memory") or 0.0,
+            cpu_used=usage.get(n.node.pk, (0.0, 0.0))[0],
+            memory_used=usage.get(n.node.pk, (0.0, 0.0))[1],
         )
         for n, p in pairs
     ]

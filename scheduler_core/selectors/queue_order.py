@@ -114,10 +114,10 @@ class _PoolCapacity:
 def _capacities(pool_ids: list[int]) -> dict[int, _PoolCapacity]:
     """Free GPUs on ready nodes and the known run ends of each simulated pool (2 queries)."""
     capacity = {pk: _PoolCapacity(0.0, []) for pk in pool_ids}
-    for pool_id, gpus in Node.objects.filter(
+    for pool_id, count in Node.objects.filter(
         pool_id__in=pool_ids, pool__backend=Backend.SIMULATED, state=NodeState.READY
     ).values_list("pool_id", "gpu_count"):
-        capacity[pool_id].free_now += gpus
+        capacity[pool_id].free_now += count
     ends: dict[tuple[int, int], tuple[datetime | None, float]] = {}
     for alloc in Allocation.objects.filter(
         node__pool_id__in=pool_ids,

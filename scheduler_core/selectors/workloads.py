@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import (
     DateTimeField,
     DurationField,
@@ -58,7 +60,7 @@ def pools_of(workload: Workload) -> list[str]:
     return sorted(c.pool.name for c in workload.pool_choices.all())
 
 
-def workload_ids_in_pool(pool: NodePool) -> QuerySet[Workload]:
+def workload_ids_in_pool(pool: NodePool) -> QuerySet[Workload, Any]:
     """Ids of workloads with pods in `pool`, or that may run there (a subquery)."""
     placed = Allocation.objects.filter(node__pool=pool).values("workload_id")
     wanted = WorkloadCandidatePool.objects.filter(pool=pool).values("workload_id")

@@ -236,17 +236,37 @@ class TokenForm(forms.Form):
 
 
 class WorkloadFilterForm(forms.Form):
-    """Filters of the workloads list (all optional, from the query string)."""
+    """Filters and order of the workloads list (all optional, from the query string). No
+    status means active ones only (pending, starting, running); "all" means every status;
+    `sort` is a key of SORTS, "-" first for descending."""
 
+    SORTS = {
+        "name": "name",
+        "project": "project__name",
+        "status": "status",
+        "gpus": "gpu_total",
+        "submitted": "submitted_at",
+        "runtime": "run_time",
+    }
+
+    q = forms.CharField(required=False, max_length=100, label="Search by name")
     project = forms.ModelChoiceField(
         queryset=Project.objects.none(), required=False, empty_label="All projects"
     )
+    pool = forms.ModelChoiceField(
+        queryset=NodePool.objects.order_by("name"), required=False, empty_label="All pools"
+    )
     status = forms.ChoiceField(
         required=False,
-        choices=[("", "Any status"), ("active", "Pending or running"), *WorkloadStatus.choices],
+        choices=[("active", "Active only"), ("all", "All statuses"), *WorkloadStatus.choices],
     )
     kind = forms.ChoiceField(required=False, choices=[("", "Any kind"), *WorkloadKind.choices])
     user = forms.CharField(required=False, max_length=150, label="Submitted by")
+    sort = forms.ChoiceField(
+        required=False,
+        choices=[("", "Newest first")]
+        + [(f"{sign}{key}", f"{key} {sign}") for key in SORTS for sign in ("", "-")],
+    )
 
     def __init__(
         self, *args: Any, projects: QuerySet[Project] | None = None, **kwargs: Any
@@ -256,8 +276,44 @@ class WorkloadFilterForm(forms.Form):
             _offer_projects(self, projects)
 
 
+class BulkActionForm(forms.Form):
+    """Cancel, or set the priority of, the workloads ticked in the list."""
+
+    action = forms.ChoiceField(choices=[("cancel", "Cancel"), ("priority", "Set priority")])
+    ids = forms.TypedMultipleChoiceField(coerce=int, choices=[], required=True)
+    priority = forms.IntegerField(required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # any id is accepted here; the view looks them up among those the user may see
+        values = self.data.getlist("ids") if hasattr(self.data, "getlist") else []
+        cast(forms.TypedMultipleChoiceField, self.fields["ids"]).choices = [(v, v) for v in values]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "priority" and data.get("priority") is None:
+            self.add_error("priority", "Give the new priority as a whole number.")
+        return data
+
+
 class EventFilterForm(forms.Form):
+    """Filters of the events page: type, project, pool, words in the reason or the
+    workload's name, a time range, and `before` (the id of the last event of the previous
+    page: the cursor to older events)."""
+
     type = forms.ChoiceField(required=False, choices=[("", "Every type"), *EventType.choices])
+    q = forms.CharField(required=False, max_length=100, label="Search")
+    start = forms.DateTimeField(
+        required=False,
+        label="From",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+    end = forms.DateTimeField(
+        required=False,
+        label="To",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
     project = forms.ModelChoiceField(
         queryset=Project.objects.none(), required=False, empty_label="All projects"
     )

@@ -5,6 +5,7 @@ from django.urls import path
 from console.views import (
     auth,
     events,
+    node_list,
     nodes,
     org,
     overview,
@@ -14,6 +15,7 @@ from console.views import (
     simulations,
     submit,
     tokens,
+    workload_list,
     workloads,
 )
 
@@ -26,8 +28,10 @@ urlpatterns = [
     path("logout/", auth.LogoutView.as_view(), name="logout"),
     path("queue/", queue.queue, name="queue"),
     path("live/queue/", queue.queue_live, name="queue_live"),
-    path("workloads/", workloads.workload_list, name="workloads"),
-    path("workloads/rows/<int:pk>/", workloads.workload_row, name="workload_row"),
+    path("queue/<int:pk>/priority/", queue.queue_priority, name="queue_priority"),
+    path("workloads/", workload_list.workload_list, name="workloads"),
+    path("workloads/rows/<int:pk>/", workload_list.workload_row, name="workload_row"),
+    path("workloads/bulk/", workload_list.workload_bulk, name="workload_bulk"),
     path("workloads/<int:pk>/", workloads.workload_detail, name="workload_detail"),
     path("workloads/<int:pk>/live/", workloads.workload_detail_live, name="workload_detail_live"),
     path(
@@ -53,6 +57,12 @@ urlpatterns = [
         name="quota_whatif",
     ),
     path("nodes/", nodes.nodes, name="nodes"),
+    path("nodes/list/", node_list.node_list, name="node_list"),
+    path(
+        "nodes/list/<int:pk>/<str:action>/",
+        node_list.node_list_action,
+        name="node_list_action",
+    ),
     path("live/nodes/", nodes.nodes_live, name="nodes_live"),
     path("nodes/<int:pk>/", nodes.node_detail, name="node_detail"),
     path("live/nodes/<int:pk>/", nodes.node_detail_live, name="node_detail_live"),

@@ -1,84 +1,22 @@
-"""Workloads: the filterable list (rows updated in place from live events), one workload's
-detail with its pods (their output, runs and usage) and timeline, and the actions its
-project's members may take."""
+"""Workloads: one workload's detail with its pods (their output, runs and usage) and
+timeline, and the actions its project's members may take (the list is in
+workload_list.py)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
-from django.db.models import QuerySet
-from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from console.forms import PriorityForm, WorkloadFilterForm
+from console.forms import PriorityForm
 from console.views.common import is_htmx, page
 from console.views.workload_output import output_context
 from scheduler_core import access, selectors
-from scheduler_core.choices import ACTIVE_STATES
-from scheduler_core.models import Project, Workload
+from scheduler_core.models import Workload
 from scheduler_core.selectors.event_feed import workload_timeline
 from scheduler_core.services import workloads as workload_services
-
-PAGE_SIZE = 100
-
-
-def _filtered(request) -> tuple[WorkloadFilterForm, QuerySet[Workload]]:
-    projects = Project.objects.visible_to(request.user).order_by("name")
-    form = WorkloadFilterForm(request.GET or None, projects=projects)
-    qs = selectors.workloads_with_placements(selectors.workload_list(user=request.user))
-    if form.is_valid():
-        data = form.cleaned_data
-        if data.get("project"):
-            qs = qs.filter(project=data["project"])
-        if data.get("status") == "active":
-            qs = qs.filter(status__in=ACTIVE_STATES)
-        elif data.get("status"):
-            qs = qs.filter(status=data["status"])
-        if data.get("kind"):
-            qs = qs.filter(kind=data["kind"])
-        if data.get("user"):
-            qs = qs.filter(submitted_by__username=data["user"].strip())
-    return form, qs
-
-
-def _groups(form: WorkloadFilterForm, user) -> str:
-    """Subscribe to one project when the list shows one, else the cluster feed (which only
-    forwards events of projects the user may see)."""
-    if form.is_bound and form.is_valid() and form.cleaned_data.get("project"):
-        return f"project-{form.cleaned_data['project'].pk}"
-    return "cluster"
-
-
-@login_required
-def workload_list(request):
-    form, qs = _filtered(request)
-    paginator = Paginator(qs, PAGE_SIZE)
-    page_obj = paginator.get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    context = {
-        "form": form,
-        "workloads": page_obj.object_list,
-        "page_obj": page_obj,
-        "query": query.urlencode(),
-        "live_groups": _groups(form, request.user),
-    }
-    if is_htmx(request) and request.GET.get("fragment") == "rows":
-        return render(request, "console/workloads/_rows.html", context)
-    return page(request, "console/workloads/list.html", "workloads", context)
-
-
-@login_required
-def workload_row(request, pk: int):
-    """One row, for a workload submitted while the list is open (204 if the filters hide it)."""
-    _, qs = _filtered(request)
-    workload = qs.filter(pk=pk).first()
-    if workload is None:
-        return HttpResponse(status=204)
-    return render(request, "console/workloads/_row.html", {"w": workload})
 
 
 def _visible_workload(request, pk: int) -> Workload:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.db.models import FloatField, QuerySet, Sum
+from django.db.models import FloatField, Q, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
@@ -41,6 +41,36 @@ def event_feed(
     if workload_id:
         qs = qs.filter(workload_id=workload_id)
     return qs.order_by("-created_at", "-id")
+
+
+def event_page(
+    qs: QuerySet[SchedulingEvent],
+    *,
+    size: int,
+    text: str = "",
+    start: datetime | None = None,
+    end: datetime | None = None,
+    before: int | None = None,
+) -> tuple[list[SchedulingEvent], int | None]:
+    """One page of a newest-first feed: events matching `text` (in the reason or the
+    workload's name) between `start` and `end`, older than the event `before` (the cursor);
+    returns them and the cursor of the next (older) page, None at the end (2 queries)."""
+    if text:
+        qs = qs.filter(Q(reason__icontains=text) | Q(workload__name__icontains=text))
+    if start is not None:
+        qs = qs.filter(created_at__gte=start)
+    if end is not None:
+        qs = qs.filter(created_at__lte=end)
+    if before is not None:
+        # keyed by (created_at, id), the feed's order, so a page never skips or repeats one
+        cursor = SchedulingEvent.objects.filter(pk=before).values("created_at")[:1]
+        qs = qs.filter(
+            Q(created_at__lt=Subquery(cursor)) | Q(created_at=Subquery(cursor), pk__lt=before)
+        )
+    events = list(qs[: size + 1])
+    more = len(events) > size
+    events = events[:size]
+    return events, (events[-1].pk if more and events else None)
 
 
 def events_as_seen_by(events: Iterable[SchedulingEvent], user) -> list[SchedulingEvent]:

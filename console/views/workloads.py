@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from console.forms import PriorityForm
-from console.views.common import is_htmx, page
+from console.views.common import page
 from console.views.workload_output import output_context
 from scheduler_core import access, selectors
 from scheduler_core.models import Workload

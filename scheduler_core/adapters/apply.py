@@ -263,7 +263,7 @@ class Applier:
         w.queue_position = None
         if d.reason_kind == EVICT_FAULT:
             w.restarts += 1
-        details = {"kind": d.reason_kind, "by": d.by, "restarts": w.restarts}
+        details: dict[str, Any] = {"kind": d.reason_kind, "by": d.by, "restarts": w.restarts}
         details["lost_gpu_seconds"] = _lost_gpu_seconds(row, w.progress_seconds, self.now)
         if d.by is not None:
             details["by_project_id"] = self._project_of(d.by_id)

@@ -65,7 +65,17 @@ def run_reported(
             signal=signal, reason=reason, at=at,
         )  # fmt: skip
         if ended:
-            transaction.on_commit(lambda: reconcile())
+            # the run's devices are free: what waits for them on its node may start, and
+            # the peers it failed are told to stop (the same node or others)
+            transaction.on_commit(lambda: reconcile(node_ids=_nodes_to_reconcile(node, run_id)))
+
+
+def _nodes_to_reconcile(node: Node, run_id: int) -> list[int]:
+    """The run's node, and the nodes of its workload's other live runs (a failure stops
+    them)."""
+    workload = PodRun.objects.filter(pk=run_id).values_list("workload_id", flat=True)
+    peers = PodRun.objects.filter(workload_id__in=workload, state__in=LIVE_RUN_STATES)
+    return sorted({node.pk, *peers.values_list("node_id", flat=True)})
 
 
 def agent_hello(*, node: Node, runs: list[dict[str, Any]]) -> list[int]:

@@ -41,6 +41,7 @@ from scheduler_core.adapters import (
     write_queue_states,
 )
 from scheduler_core.adapters.snapshot import WorkloadMemo
+from scheduler_core.choices import WorkloadStatus
 from scheduler_core.loop import triggers
 from scheduler_core.loop.locks import CycleLock, new_cycle_lock
 from scheduler_core.loop.timing import run_weight, start_delay
@@ -311,8 +312,12 @@ def _refresh_key(name: str) -> str:
 
 
 def _held_gpus(live: LiveSnapshot):
-    """(pool_id, department_id, project_id, gpus) per running pod in the snapshot."""
+    """(pool_id, department_id, project_id, gpus) per running pod in the snapshot: the
+    usage time-based fairshare is charged for. A workload still `starting` on node agents
+    is not charged: its processes do not run yet (its GPUs may still be releasing)."""
     for row in live.workloads.values():
+        if row.status != WorkloadStatus.RUNNING:
+            continue
         department_id = live.project_departments[row.project_id]
         for a in row.allocations:
             gpus = len(a.gpu_devices) * a.gpu_fraction

@@ -182,3 +182,24 @@ def test_an_image_waits_with_the_reason_where_no_node_runs_containers(
     assert w.status == WorkloadStatus.PENDING
     assert "containers=true" in w.pending_reason
     assert runs_of(w) == [] and agents.starts() == []
+
+
+def test_time_based_usage_is_charged_once_processes_run(agents, submit, settings):
+    from scheduler_core.models import UsageSample
+
+    settings.USAGE_SAMPLE_INTERVAL = 60
+    w = submit("charged", gpus=2)
+    agents.cycle()  # placed: starting, nothing runs yet
+    assert not UsageSample.objects.filter(project_id=w.project_id, gpu_seconds__gt=0).exists()
+    for run in runs_of(w):
+        agents.report(run, "running")
+    assert _reload(w).status == WorkloadStatus.RUNNING
+    agents.settle(run_cycle_at, timezone.now() + timedelta(seconds=61))
+    charged = UsageSample.objects.filter(project_id=w.project_id, gpu_seconds__gt=0)
+    assert [round(s.gpu_seconds) for s in charged] == [2 * 60]  # 2 GPUs, one interval
+
+
+def run_cycle_at(now):
+    from scheduler_core.loop.cycle import run_cycle
+
+    return run_cycle(now=now)

@@ -1,12 +1,12 @@
 """Quotas (admins): each department's and project's deserved GPUs and limit per pool, edited
-inline with validation, and a "what would change" what-if run before saving. Rank and
+inline with validation, and a what-if panel below the edited row: who saving it would
+preempt or start now, and the fair shares it moves. Rank and
 over-quota weight are not per pool: they are shown here and edited on the owner's own page.
 """
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.db.models import Sum
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -14,16 +14,12 @@ from django.views.decorators.http import require_POST
 
 from console.forms import QuotaRowForm, through_service
 from console.permissions import admin_required
-from console.templatetags.console_ui import gpu_count
 from console.views.common import is_htmx, page
 from console.views.org import owner_or_404
-from console.views.simulations import result_context
 from scheduler_core.models import Node, NodePool
 from scheduler_core.selectors.quota_table import PoolQuotaTable, QuotaRow, quota_row, quota_table
 from scheduler_core.services import quotas
-from scheduler_core.services.simulations import simulation_create
-
-WHATIF_HORIZON = 3600
+from scheduler_core.whatif.immediate import quota_change_effect
 
 
 def _gpus_by_pool() -> dict[int, int]:
@@ -108,44 +104,42 @@ def quota_save(request, kind: str, owner_id: int, pool_id: int):
     return redirect("console:quotas")
 
 
-def whatif_changes(row: QuotaRow, data: dict) -> dict:
-    """The `changes` of a live what-if run for one edited row."""
-    quota = {row.kind: row.owner.name, "pool": row.pool.name}
-    return {"quotas": [{**quota, "gpus": data["gpus"], "limit_gpus": data["limit_gpus"]}]}
-
-
-def describe(row: QuotaRow, data: dict) -> str:
-    limit = "no limit" if data["limit_gpus"] is None else f"limit {data['limit_gpus']:g}"
-    return f"{row.owner.name}: {gpu_count(data['gpus'])} ({limit}) in {row.pool.name}"
+def _effect_context(request, row: QuotaRow, form: QuotaRowForm) -> dict:
+    """The what-if panel of `row`: what saving the form's values would do now."""
+    if not form.is_valid():
+        return {
+            "error": "Fix the values in the row first: "
+            + "; ".join(
+                f"{field}: {' '.join(map(str, errs))}" for field, errs in form.errors.items()
+            )
+        }
+    data = form.cleaned_data
+    effect = quota_change_effect(
+        user=request.user,
+        kind=row.kind,
+        owner_id=row.owner.pk,
+        pool=row.pool.name,
+        gpus=data["gpus"],
+        limit_gpus=data["limit_gpus"],
+    )
+    return {"effect": effect, "gpus": data["gpus"], "limit_gpus": data["limit_gpus"]}
 
 
 @admin_required
 @require_POST
 def quota_whatif(request, kind: str, owner_id: int, pool_id: int):
-    """Start a what-if run of the row's edited values; the panel follows its progress."""
+    """What saving the row's edited values would do now: the scheduler's next cycles on a
+    copy of the live cluster with the change (nothing is saved), shown right below the row."""
     row = _row(request, kind, owner_id, pool_id)
     form = QuotaRowForm(request.POST, prefix=row.key)
-    simulation = None
-    error = None
-    if form.is_valid():
-        try:
-            simulation = simulation_create(
-                user=request.user,
-                name=f"What if {describe(row, form.cleaned_data)}"[:120],
-                source="live",
-                changes=whatif_changes(row, form.cleaned_data),
-                horizon=WHATIF_HORIZON,
-            )
-        except ValidationError as exc:
-            error = " ".join(exc.messages)
-    else:
-        error = "Fix the values in the row first: " + "; ".join(
-            f"{field}: {' '.join(map(str, errs))}" for field, errs in form.errors.items()
-        )
-    if not is_htmx(request):
-        if simulation is not None:
-            return redirect("console:simulation_detail", pk=simulation.pk)
-        messages.error(request, error or "Could not start the what-if run.")
-        return redirect("console:quotas")
-    context = result_context(request.user, simulation) if simulation is not None else {}
-    return render(request, "console/partials/_whatif.html", {**context, "error": error, "row": row})
+    panel = {"row": row, **_effect_context(request, row, form)}
+    if is_htmx(request):
+        return render(request, "console/partials/_whatif.html", {"row": row, "whatif": panel})
+    tables = quota_table(user=request.user, gpus_by_pool=_gpus_by_pool())
+    forms = {r.key: _initial_form(r) for r in _rows(tables)} | {row.key: form}
+    return page(
+        request,
+        "console/quotas.html",
+        "quotas",
+        {"tables": tables, "forms": forms, "scale": bar_scale(tables), "whatif": panel},
+    )

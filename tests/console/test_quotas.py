@@ -1,11 +1,11 @@
-"""Editing quotas inline, with validation and a what-if run before saving."""
+"""Editing quotas inline, with validation (the what-if panel: test_whatif_panel.py)."""
 
 from __future__ import annotations
 
 import pytest
 from django.urls import reverse
 
-from scheduler_core.models import Quota, Simulation
+from scheduler_core.models import Quota
 from tests import factories
 
 
@@ -126,35 +126,3 @@ def test_department_admin_cannot_touch_other_departments(client_for, cluster):
     infra, pool = cluster["infra"], cluster["pool"]
     url = row_url("quota_save", "project", infra, pool)
     assert client_for("dept_admin").post(url, row_data("project", infra, pool)).status_code == 404
-
-
-def test_what_if_starts_a_live_simulation_of_the_edited_row(client_for, cluster):
-    vision, pool = cluster["vision"], cluster["pool"]
-    response = client_for("admin").post(
-        row_url("quota_whatif", "project", vision, pool),
-        row_data("project", vision, pool, gpus=2),
-        **HTMX,
-    )
-    simulation = Simulation.objects.get()
-    assert simulation.source == "live"
-    assert simulation.changes == {
-        "quotas": [{"project": "vision", "pool": "a100", "gpus": 2, "limit_gpus": None}]
-    }
-    html = response.content.decode()
-    assert f'data-live-groups="simulation-{simulation.pk}"' in html
-    assert Quota.objects.get(project=vision, pool=pool).gpus == 8  # nothing saved
-
-
-def test_what_if_with_bad_values_explains_instead_of_starting(client_for, cluster):
-    vision, pool = cluster["vision"], cluster["pool"]
-    html = (
-        client_for("admin")
-        .post(
-            row_url("quota_whatif", "project", vision, pool),
-            row_data("project", vision, pool, gpus="lots"),
-            **HTMX,
-        )
-        .content.decode()
-    )
-    assert "Fix the values in the row first" in html
-    assert not Simulation.objects.exists()

@@ -57,8 +57,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for(check: Callable[[], Any], timeout: float, what: str = "condition") -> Any:
-    """The first truthy value of `check()` within `timeout` seconds."""
+def wait_for(
+    check: Callable[[], Any], timeout: float = 10.0, what: str = "condition", interval: float = 0.2
+) -> Any:
+    """The first truthy value of `check()` within `timeout` seconds (asked every
+    `interval`)."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -66,7 +69,7 @@ def wait_for(check: Callable[[], Any], timeout: float, what: str = "condition") 
             return value
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
+        time.sleep(interval)
 
 
 class Process:

@@ -29,6 +29,7 @@ class PoolRoutedBackend:
 
     def __init__(self, pool_backends: dict[int, str] | None = None) -> None:
         self._pools = pool_backends
+        self._simulated_backend: ExecutionBackend | None = None  # made once per pool map
         self.agent = AgentBackend()
 
     def _pool_backends(self) -> dict[int, str]:
@@ -37,13 +38,20 @@ class PoolRoutedBackend:
         return self._pools
 
     def _simulated(self) -> ExecutionBackend:
+        """The backend of the simulated pools (asked once per placement: made once)."""
+        if self._simulated_backend is None:
+            self._simulated_backend = self._make_simulated()
+        return self._simulated_backend
+
+    def _make_simulated(self) -> ExecutionBackend:
         if not settings.SIMULATED_RUNTIME:
             return ReportedBackend()
-        agent_pools = {pk for pk, kind in self._pool_backends().items() if kind == Backend.AGENT}
-        if not agent_pools:
+        pools = self._pool_backends()
+        if Backend.AGENT not in pools.values():
             return SimulatedBackend()
-        served = frozenset(pk for pk in self._pool_backends() if pk not in agent_pools)
-        return SimulatedBackend(pools=served)
+        return SimulatedBackend(
+            pools=frozenset(pk for pk, kind in pools.items() if kind != Backend.AGENT)
+        )
 
     def _for(self, pool_id: int | None) -> ExecutionBackend:
         if pool_id is not None and self._pool_backends().get(pool_id) == Backend.AGENT:
@@ -53,6 +61,7 @@ class PoolRoutedBackend:
     def take_ended_runs(self, live: LiveSnapshot, now: datetime) -> EndedRuns:
         if live.pool_backends:
             self._pools = dict(live.pool_backends)
+            self._simulated_backend = None
         # agent runs end when their agents report it (runtime.agent.reports), never here
         return self._simulated().take_ended_runs(live, now)
 

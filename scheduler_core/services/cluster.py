@@ -142,16 +142,17 @@ def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload
     return workloads
 
 
-def _set_state(node: Node, state: str, reason: str) -> Node:
+def _set_state(node: Node, state: str, reason: str, *, silent: bool = False) -> Node:
+    """Write a node's new state and its NODE_STATE event (`silent`: the liveness check
+    made the change because the node's agent fell silent, not an admin)."""
     node = Node.objects.select_for_update().get(pk=node.pk)
     node.state = state
     node.save(update_fields=["state"])
+    details: dict[str, Any] = {"state": state, "node": node.name}
+    if silent:
+        details["silent"] = True
     event_record(
-        type=EventType.NODE_STATE,
-        node=node,
-        pool=node.pool,
-        reason=reason,
-        details={"state": state, "node": node.name},
+        type=EventType.NODE_STATE, node=node, pool=node.pool, reason=reason, details=details
     )
     return node
 
@@ -186,33 +187,39 @@ def node_drain(*, user, node: Node) -> Node:
     return node
 
 
-def node_mark_down(*, node: Node, reason: str) -> Node:
-    """A node failed (missed heartbeats, or an admin says so): its pods are evicted as a fault."""
+def node_mark_down(*, node: Node, reason: str, silent: bool = False) -> Node:
+    """A node failed (missed heartbeats: `silent`, or an admin says so): its pods are
+    evicted as a fault."""
     with transaction.atomic():
-        node = _set_state(node, NodeState.DOWN, reason)
+        node = _set_state(node, NodeState.DOWN, reason, silent=silent)
         evict_pods_on_node(node, reason=reason, fault=True)
         request_cycle()
     return node
 
 
-# How the liveness check words a node it marks down for silence (node_lost_reason): such
-# a node comes back by itself when its agent is heard again; one an admin marked down
-# does not.
-SILENT = "sent no heartbeat for"
-
-
-def node_lost_reason(node: Node, seconds: float) -> str:
-    return f"node {node.name} {SILENT} {seconds:g} s"
-
-
 def _down_for_silence(node: Node) -> bool:
+    """Whether the node's last state change was the liveness check marking it down."""
     last = (
         SchedulingEvent.objects.filter(node=node, type=EventType.NODE_STATE)
         .order_by("-created_at", "-pk")
-        .values_list("reason", flat=True)
+        .values_list("details", flat=True)
         .first()
     )
-    return bool(last) and SILENT in str(last)
+    return (
+        isinstance(last, dict) and last.get("state") == NodeState.DOWN and bool(last.get("silent"))
+    )
+
+
+def node_mark_unreachable(*, node: Node, reason: str) -> Node:
+    """A ready node whose agent fell silent takes no new pods; its pods are kept (the
+    agent may be back soon). A node in any other state keeps it."""
+    with transaction.atomic():
+        locked = Node.objects.select_for_update().get(pk=node.pk)
+        if locked.state != NodeState.READY:
+            return locked
+        node = _set_state(locked, NodeState.UNREACHABLE, reason, silent=True)
+        request_cycle()
+    return node
 
 
 def node_mark_reachable(*, node: Node, reason: str) -> Node:

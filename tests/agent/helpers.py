@@ -4,29 +4,19 @@ commands as small Python programs, and waiting with a deadline."""
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from fairway_agent.discovery import fake_gpus
 from fairway_agent.identity import resolve_run_as
 from fairway_agent.runs import RunManager, RunStatus
 
-T = TypeVar("T")
+from benchmarks.agent_stack import wait_for as stack_wait_for
+
 DEADLINE = 10.0
-
-
-def wait_for(check: Callable[[], T | None], *, timeout: float = DEADLINE, what: str = "") -> T:
-    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}")
-        time.sleep(0.05)
+# poll often: these waits are for local files and processes (the end-to-end tests' wait)
+wait_for = partial(stack_wait_for, timeout=DEADLINE, interval=0.05)
 
 
 MANAGERS: list[RunManager] = []  # so a failing test leaves no pod behind (conftest.py)

@@ -173,7 +173,6 @@ def _attempt(
         budget[0] -= 1
         stmt = session.statement()
         before = {v.id: (tuple(v.pods), v.pod_counts()) for v in chosen}
-        lost_before = {v.id: _lost(session, v) for v in chosen}
         for v in chosen:
             for pod in list(reversed(v.pods)):
                 stmt.unbind(v, pod)
@@ -189,8 +188,10 @@ def _attempt(
             stmt.discard()
             continue
         moved = [v for v in chosen if sorted(v.pods, key=repr) != sorted(before[v.id][0], key=repr)]
-        lost = sum(lost_before[v.id] for v in moved)
-        if not move_is_worth_it(lost, allowance):
+        # a moved workload holds as many GPUs as before and keeps its start in the session
+        if not math.isinf(allowance) and not move_is_worth_it(
+            sum(_lost(session, v) for v in moved), allowance
+        ):
             stmt.discard()
             return  # more groups only move more; the job may wait (and earn more)
         for v in moved:

@@ -21,12 +21,14 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from fairway_agent.protocol import STOP_LOST
 
-from scheduler_core.choices import Backend, EventType, NodeState
-from scheduler_core.live_events.recording import event_record
-from scheduler_core.loop.triggers import request_cycle
+from scheduler_core.choices import Backend, NodeState
 from scheduler_core.models import Node, PodRun
 from scheduler_core.models.agents import LIVE_RUN_STATES, PodRunState
-from scheduler_core.services.cluster import node_lost_reason, node_mark_down
+from scheduler_core.services.cluster import (
+    node_mark_down,
+    node_mark_reachable,
+    node_mark_unreachable,
+)
 
 
 def unreachable_after() -> float:
@@ -63,11 +65,11 @@ def check_agent_nodes(now: datetime) -> LivenessReport:
             node_lost(node=node, now=now)
             report.down.append(node.name)
         elif node.seen < unreachable_cutoff and node.state == NodeState.READY:
-            _set_state(node, NodeState.UNREACHABLE, f"node {node.name} sent no heartbeat for "
-                       f"{unreachable_after():g} s; no new pods go there")  # fmt: skip
+            node_mark_unreachable(node=node, reason=f"node {node.name} sent no heartbeat for "
+                                  f"{unreachable_after():g} s; no new pods go there")  # fmt: skip
             report.unreachable.append(node.name)
         elif node.seen >= unreachable_cutoff and node.state == NodeState.UNREACHABLE:
-            _set_state(node, NodeState.READY, f"node {node.name} is back")
+            node_mark_reachable(node=node, reason=f"node {node.name} is back")
             report.back.append(node.name)
     return report
 
@@ -75,21 +77,9 @@ def check_agent_nodes(now: datetime) -> LivenessReport:
 def node_lost(*, node: Node, now: datetime) -> None:
     """The node is down: its workloads re-queued as a fault, its live runs lost (its
     agent fenced them: lost_after is above the agents' fence_after plus grace)."""
-    reason = node_lost_reason(node, lost_after())
+    reason = f"node {node.name} sent no heartbeat for {lost_after():g} s"
     with transaction.atomic():
-        node_mark_down(node=node, reason=reason)
+        node_mark_down(node=node, reason=reason, silent=True)
         PodRun.objects.filter(node=node, state__in=LIVE_RUN_STATES).update(
             state=PodRunState.LOST, stop_reason=STOP_LOST, reason=reason, ended_at=now
         )
-
-
-def _set_state(node: Node, state: str, reason: str) -> None:
-    with transaction.atomic():
-        node = Node.objects.select_for_update(of=("self",)).select_related("pool").get(pk=node.pk)
-        node.state = state
-        node.save(update_fields=["state"])  # a new version: decisions on it are re-made
-        event_record(
-            type=EventType.NODE_STATE, node=node, pool=node.pool, reason=reason,
-            details={"state": state, "node": node.name},
-        )  # fmt: skip
-        request_cycle()

@@ -32,6 +32,7 @@ def streamed_peak(steps: int) -> int:
 
 
 def test_a_streamed_run_keeps_no_step_history() -> None:
+    streamed_peak(10)  # what a first run allocates once (lazy imports, caches) is not history
     assert streamed_peak(1000) < streamed_peak(100) * 1.5
 
 

@@ -80,8 +80,12 @@ class FakeAgent:
         return await self.receive()
 
     async def closed_with(self) -> int:
+        """The close code the server closed with, once the consumer has finished (as the
+        server would, the socket is then disconnected: no consumer task is left running
+        when the test's event loop closes)."""
         output = await self.ws.receive_output(timeout=TIMEOUT)
         assert output["type"] == "websocket.close", output
+        await self.ws.disconnect(timeout=TIMEOUT)
         return output["code"]
 
     async def close(self) -> None:

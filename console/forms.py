@@ -455,7 +455,7 @@ class MemberForm(forms.Form):
 POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Policy", ("description", "policy", "placement")),
     ("Execution", ("backend", "grace_period")),
-    ("Preemption", ("preemption", "min_guaranteed_runtime")),
+    ("Preemption", ("preemption", "min_guaranteed_runtime", "reclaim_weighs_lost_work")),
     (
         "Consolidation",
         ("consolidation", "max_consolidation_evaluations", "consolidation_weighs_lost_work"),
@@ -485,6 +485,7 @@ class PoolSettingsForm(forms.Form):
         "consolidation": "Consolidation: move running pods to make room for a gang",
         "max_consolidation_evaluations": "Moves evaluated per cycle",
         "consolidation_weighs_lost_work": "Weigh the work a move throws away against the wait",
+        "reclaim_weighs_lost_work": "Weigh the work a reclaim throws away against the wait",
         "max_reclaims_per_cycle": "Reclaims per cycle",
         "max_preemptions_per_cycle": "Priority preemptions per cycle",
         "over_quota_weight_from_quota": "Over-quota weight from the quota",

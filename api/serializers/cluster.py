@@ -59,6 +59,11 @@ class PoolSettingsSerializer(StrictInputSerializer):
         "Move pods only while the work a move throws away is no more than the GPU-time the "
         "waiting job has waited (off: KAI's behaviour).",
     )
+    reclaim_weighs_lost_work = _setting(
+        "reclaim_weighs_lost_work",
+        "Reclaim from other queues only while the work it throws away is no more than the "
+        "GPU-time the reclaiming queue's workloads have waited (off: KAI's behaviour).",
+    )
     max_reclaims_per_cycle = _setting(
         "max_reclaims_per_cycle",
         "Reclaims one cycle may make in the pool (the next cycle goes on); null = no bound.",
@@ -126,6 +131,9 @@ class PoolSerializer(serializers.Serializer):
     )
     consolidation_weighs_lost_work = serializers.BooleanField(
         help_text="A move is made only while it throws away no more than the job has waited."
+    )
+    reclaim_weighs_lost_work = serializers.BooleanField(
+        help_text="A reclaim is made only while it throws away no more than the queue has waited."
     )
     max_reclaims_per_cycle = serializers.IntegerField(
         allow_null=True, help_text="Reclaims one cycle may make in the pool; null = no bound."

@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 WORKLOAD_WRITE_FIELDS = [
     "status", "pending_reason", "pending_reason_kind", "queue_position", "started_at",
-    "finished_at", "progress_seconds", "restarts", "version", "updated_at",
+    "finished_at", "progress_seconds", "restarts", "version", "updated_at", "pending_since",
 ]  # fmt: skip
 
 
@@ -260,6 +260,7 @@ class Applier:
         self._stop_run(w, row)
         w.status = WorkloadStatus.PENDING
         w.started_at = None
+        w.pending_since = self.now
         w.queue_position = None
         if d.reason_kind == EVICT_FAULT:
             w.restarts += 1

@@ -53,7 +53,7 @@ from scheduler_core.models import (
 # Read every cycle: what the scheduler itself changes without a new version.
 HOT_FIELDS = (
     "pk", "version", "status", "restarts", "pending_reason", "pending_reason_kind",
-    "queue_position", "started_at", "progress_seconds",
+    "queue_position", "started_at", "progress_seconds", "pending_since",
 )  # fmt: skip
 # Read once per workload version (see WorkloadMemo).
 STATIC_FIELDS = (
@@ -187,6 +187,7 @@ def _pool_config(pool: NodePool) -> PoolConfig:
         consolidation=pool.consolidation,
         max_consolidation_evaluations=pool.max_consolidation_evaluations,
         consolidation_weighs_lost_work=pool.consolidation_weighs_lost_work,
+        reclaim_weighs_lost_work=pool.reclaim_weighs_lost_work,
         max_reclaims_per_cycle=pool.max_reclaims_per_cycle,
         max_preemptions_per_cycle=pool.max_preemptions_per_cycle,
         min_guaranteed_runtime=float(pool.min_guaranteed_runtime),
@@ -301,15 +302,17 @@ class WorkloadMemo:
 
     def waiting_spec(
         self, pk: int, version: int, part: StaticPart, project: str, pools: tuple[str, ...],
-        status: str, restarts: int,
+        status: str, restarts: int, pending_since: float | None,
     ) -> WorkloadSpec:  # fmt: skip
         """The spec of a workload without pods, built again only when what it is built
         from changed (its version, status or restarts, or a project or pool name)."""
-        key = (version, status, restarts, project, pools)
+        key = (version, status, restarts, project, pools, pending_since)
         entry = self.specs.get(pk)
         if entry is not None and entry[0] == key:
             return entry[1]
-        spec = _workload_spec(pk, part, project, pools, status, restarts, (), None, None)
+        spec = _workload_spec(
+            pk, part, project, pools, status, restarts, (), None, None, pending_since
+        )
         self.specs[pk] = (key, spec)
         return spec
 
@@ -460,7 +463,8 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
     known = memo.waiting_rows(names)
     waiting = {}
     for item in hot:
-        pk, version, status, restarts, reason, reason_kind, position, started, progress = item
+        pk, version, status, restarts, reason, reason_kind, position, started, progress = item[:9]
+        pending_since = epoch(item[9])
         if status == WorkloadStatus.PENDING:
             entry = known.get(pk)
             if entry is not None and entry[0] == item:
@@ -488,7 +492,9 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
             )  # fmt: skip
         else:
             workload_specs.append(
-                memo.waiting_spec(pk, version, part, project, candidates, status, restarts)
+                memo.waiting_spec(
+                    pk, version, part, project, candidates, status, restarts, pending_since
+                )
             )
         row = workload_rows[pk] = WorkloadRow(
             pk=pk,
@@ -556,6 +562,7 @@ def _workload_spec(
     pods: tuple[PodPlacement, ...],
     pool: str | None,
     started_at: float | None,
+    pending_since: float | None = None,
 ) -> WorkloadSpec:
     return WorkloadSpec(
         id=str(pk),
@@ -576,6 +583,7 @@ def _workload_spec(
         pods=pods,
         pool=pool,
         started_at=started_at,
+        pending_since=pending_since,
     )
 
 

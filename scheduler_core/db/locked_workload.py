@@ -34,6 +34,7 @@ class LockedWorkload:
     restarts: int
     version: int
     updated_at: datetime
+    pending_since: datetime | None
 
     @property
     def pk(self) -> int:

@@ -73,6 +73,7 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
                 pods=(),
                 pool=None,
                 started_at=None,
+                pending_since=now,
                 restarts=w.restarts + (1 if d.reason_kind == EVICT_FAULT else 0),
             )
         elif isinstance(d, Move):

@@ -38,7 +38,8 @@ def lost_gpu_seconds(spec: WorkloadSpec, now: float, gpus: float | None = None) 
 def waited_gpu_seconds(spec: WorkloadSpec, gpus: float, now: float) -> float:
     """GPU-seconds a pending workload of `gpus` GPUs has spent waiting since it was
     submitted: the idle time its GPUs would have been put to."""
-    return gpus * max(now - spec.submitted_at, 0.0)
+    since = spec.submitted_at if spec.pending_since is None else spec.pending_since
+    return gpus * max(now - since, 0.0)
 
 
 def move_is_worth_it(lost: float, waited: float) -> bool:

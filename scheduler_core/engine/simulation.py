@@ -204,7 +204,13 @@ class Simulation:
             return
         lost = lost_gpu_seconds(w, self.now)
         self.active[wid] = dataclasses.replace(
-            w, status=STATUS_PENDING, pods=(), pool=None, started_at=None, restarts=restarts
+            w,
+            status=STATUS_PENDING,
+            pods=(),
+            pool=None,
+            started_at=None,
+            restarts=restarts,
+            pending_since=self.now,
         )
         self.status[wid] = STATUS_PENDING
         self.events.append(

@@ -78,6 +78,9 @@ class PoolConfig:
     pods that lose least move first and a move is made only while the work it throws
     away is no more than the GPU-time the job has waited (lost_work.move_is_worth_it).
     Off (KAI's behaviour, FORMAT.md's default): moves cost nothing to the decision.
+    reclaim_weighs_lost_work: likewise for reclaim: a queue takes back over-fairshare
+    work from others only while what the evicted runs throw away is no more than the
+    GPU-time the reclaiming workload has waited; the rest it waits for (off: KAI's).
     max_reclaims_per_cycle / max_preemptions_per_cycle: at most this many pending
     workloads start by reclaiming from other queues / by preempting lower-priority work
     of their own queue per cycle (None = no bound). Paces evictions and keeps a cycle
@@ -96,6 +99,7 @@ class PoolConfig:
     consolidation: bool = True
     max_consolidation_evaluations: int = 100
     consolidation_weighs_lost_work: bool = False
+    reclaim_weighs_lost_work: bool = False
     max_reclaims_per_cycle: int | None = DEFAULT_MAX_RECLAIMS_PER_CYCLE
     max_preemptions_per_cycle: int | None = DEFAULT_MAX_PREEMPTIONS_PER_CYCLE
     min_guaranteed_runtime: float = 0.0
@@ -207,6 +211,7 @@ class WorkloadSpec:
     pool: str | None = None
     started_at: float | None = None
     name: str = ""
+    pending_since: float | None = None
 
     @property
     def display_name(self) -> str:

@@ -29,6 +29,11 @@ class NodePool(models.Model):
         help_text="Move running pods only while the work a move throws away is no more than "
         "the GPU-time the waiting job has waited.",
     )
+    reclaim_weighs_lost_work = models.BooleanField(
+        default=False,
+        help_text="Reclaim running work from other queues only while the work it throws away "
+        "is no more than the GPU-time the reclaiming queue's workloads have waited.",
+    )
     max_reclaims_per_cycle = models.PositiveIntegerField(
         null=True,
         blank=True,

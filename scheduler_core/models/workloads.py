@@ -91,6 +91,12 @@ class Workload(VersionedModel):
     submitted_at = models.DateTimeField(db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    pending_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When it last went back to the queue (a preemption or a failed run); "
+        "empty: waiting since it was submitted.",
+    )
     retry_at = models.DateTimeField(
         null=True,
         blank=True,

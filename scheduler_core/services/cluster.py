@@ -105,6 +105,7 @@ def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload
     for workload in workloads:
         workload.queue_position = None
         workload.started_at = None
+        workload.pending_since = now
         if fault:
             workload.restarts += 1
         out_of_restarts = (

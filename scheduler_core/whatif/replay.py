@@ -20,6 +20,7 @@ from scheduler_core.whatif.traces import TraceCluster, TraceJob, trace_scenario,
 ENGINE = "fairway"
 FIFO = "fifo"
 BACKFILL = "fifo+backfill"
+SCHEDULERS = (ENGINE, FIFO, BACKFILL)
 ProgressCallback = Callable[[str, float], None]
 
 
@@ -51,21 +52,26 @@ def replay_trace(
     *,
     step_seconds: float = 60.0,
     on_progress: ProgressCallback | None = None,
+    schedulers: Iterable[str] = SCHEDULERS,
 ) -> dict[str, RunFigures]:
-    """The trace replayed by the engine (policy quota), FIFO and FIFO with backfill."""
+    """The trace replayed by the engine (policy quota), FIFO and FIFO with backfill (or
+    those of them named in `schedulers`)."""
 
     def hours(label: str) -> Callable[[float], None] | None:
         return None if on_progress is None else lambda done: on_progress(label, done)
 
-    runs = {
-        ENGINE: simulate_figures(
+    chosen = set(schedulers)
+    runs: dict[str, RunFigures] = {}
+    if ENGINE in chosen:
+        runs[ENGINE] = simulate_figures(
             trace_scenario("trace", jobs, cluster, step_seconds),
             steps=lambda scenario, sim: trace_steps(scenario, sim, step_seconds),
             submitted_at={job.name: job.submitted for job in jobs},
             on_hour=hours(ENGINE),
         )
-    }
     for label, backfill in ((FIFO, False), (BACKFILL, True)):
+        if label not in chosen:
+            continue
         tally = RunTally(capacity_gpus=cluster.gpus, shares=cluster.quotas)
         ReferenceScheduler(cluster, tally, backfill, step_seconds).replay(jobs, hours(label))
         runs[label] = tally.figures()

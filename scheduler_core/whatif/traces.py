@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,9 @@ class TraceCluster:
     nodes: int
     gpus_per_node: int
     quotas: Mapping[str, float]
-    weigh_moves: bool = False  # the pool's consolidation_weighs_lost_work
+    # scheduler settings of the pool (FORMAT.md's `config` keys), e.g.
+    # {"min_guaranteed_runtime": 3600}; the policy is always quota
+    config: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def gpus(self) -> int:
@@ -133,7 +135,7 @@ def trace_scenario(
     document: dict[str, Any] = {
         "name": name,
         "description": "a job trace replayed on a synthetic cluster",
-        "config": {"policy": "quota", "consolidation_weighs_lost_work": cluster.weigh_moves},
+        "config": {**cluster.config, "policy": "quota"},
         "pools": [{"name": POOL}],
         "nodes": [
             {"name": "node", "count": cluster.nodes, "pool": POOL, "gpus": cluster.gpus_per_node}

@@ -91,3 +91,88 @@ def test_a_moved_workload_restarts_and_its_event_says_what_was_lost() -> None:
     assert sim.status[moved[0].workload] == "running"
     sim.advance(1600.0)
     assert sim.status[moved[0].workload] == "completed"
+
+
+# ---------------------------------------------------------------- reclaim weighs lost work
+RECLAIM_WEIGHS = [PoolConfig(name="default", reclaim_weighs_lost_work=True)]
+TWO_QUEUES = [dept("org", 8), project("p1", gpus=4), project("p2", gpus=4)]
+
+
+def _evicted(result) -> list[str]:  # type: ignore[no-untyped-def]
+    return [d.workload for d in result.decisions if isinstance(d, Evict)]
+
+
+def _p1_over_quota_for(hours: float, now: float) -> list:  # type: ignore[type-arg]
+    """p1 runs 8 GPUs (4 over its quota) on both nodes; its over-quota run "long" has
+    run `hours` hours on 4 GPUs."""
+    return [
+        workload("mine", project="p1", gpus=4, running_on=["n1"], started_at=0.0),
+        workload("long", project="p1", gpus=4, running_on=["n2"], started_at=now - hours * 3600),
+    ]
+
+
+def test_a_queue_that_just_started_waiting_does_not_throw_away_hours_of_a_run() -> None:
+    # reclaiming "long" would throw away 4 GPUs x 5 h = 20 GPU-hours; p2's workload has
+    # waited a minute: it waits, saying why in numbers
+    now = 36_000.0
+    work = [
+        *_p1_over_quota_for(5, now),
+        workload("ask", project="p2", gpus=4, submitted_at=now - 60),
+    ]
+    result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
+    assert _evicted(result) == []
+    reason = result.pending["ask"].reason
+    assert "20.0 GPU-hours of long's run" in reason
+    assert "p2's waiting workloads have waited so far (0.1 GPU-hours)" in reason
+    # KAI's behaviour (the default) reclaims at once
+    assert _evicted(run_cycle(snapshot(NODES, TWO_QUEUES, work, now=now))) == ["long"]
+
+
+def test_a_young_run_is_reclaimed_at_once() -> None:
+    now = 36_000.0
+    work = [
+        *_p1_over_quota_for(0.01, now),  # 36 s on 4 GPUs: 0.04 GPU-hours
+        workload("ask", project="p2", gpus=4, submitted_at=now - 60),
+    ]
+    result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
+    assert _evicted(result) == ["long"]
+
+
+def test_the_whole_queue_s_wait_pays_for_a_reclaim() -> None:
+    # "long" loses 4 GPU-hours; p2 has four 1-GPU workloads waiting 1 h each: 4 GPU-hours
+    now = 36_000.0
+    work = [
+        *_p1_over_quota_for(1, now),
+        *(workload(f"ask{i}", project="p2", gpus=1, submitted_at=now - 3601) for i in range(4)),
+    ]
+    result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
+    assert _evicted(result) == ["long"]
+    assert "ask0" not in result.pending  # the others take the freed GPUs next cycle
+
+
+def test_a_preempted_workload_waits_from_its_eviction_not_from_its_submission() -> None:
+    # "ask" was submitted 10 h ago but went back to the queue a minute ago: its wait
+    # (0.07 GPU-hours) does not pay for throwing away 20 GPU-hours
+    now = 36_000.0
+    work = [
+        *_p1_over_quota_for(5, now),
+        workload("ask", project="p2", gpus=4, submitted_at=0.0, pending_since=now - 60),
+    ]
+    result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
+    assert _evicted(result) == []
+
+
+def test_an_evicted_workload_is_pending_since_its_eviction_in_the_simulator() -> None:
+    now = 600.0
+    sim = Simulation(
+        pools=snapshot(NODES, TWO_QUEUES, []).pools,
+        nodes={n.name: n for n in NODES},
+        queues={q.name: q for q in TWO_QUEUES},
+        active={w.id: w for w in _p1_over_quota_for(0.1, now)},
+        durations={},
+        now=now,
+    )
+    sim.submit(workload("ask", project="p2", gpus=4, submitted_at=now), now)
+    sim.schedule()
+    assert sim.active["long"].status == "pending"
+    assert sim.active["long"].pending_since == now

@@ -8,7 +8,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from scheduler_core.whatif.replay import BACKFILL, ENGINE, FIFO
 
@@ -84,6 +84,29 @@ def test_replay_prints_a_table_by_default(tmp_path: Path) -> None:
     assert lines[0] == "6 jobs on 4 nodes x 8 GPUs, a cycle every 60 s"
     assert lines[1].split() == [ENGINE, FIFO, BACKFILL]
     assert any(line.startswith("lost GPU-h (% of work)") for line in lines)
+
+
+def test_pool_settings_change_the_engine_s_replay_only(tmp_path: Path) -> None:
+    # b's gang arrives 10 min after a filled the cluster; weighing lost work, b's 10 min
+    # of waiting (2.7 GPU-hours) does not pay for a's 2 x 8 GPUs x 10 min (2.7 GPU-hours)
+    # at once, but b's wait grows while a's loss grows as fast only in 8 of its 16 GPUs
+    out, _ = replay(
+        tmp_path, "--json", "--only", ENGINE, "--config", "reclaim_weighs_lost_work=true"
+    )
+    document = json.loads(out)
+    assert set(document["runs"]) == {ENGINE}
+    assert document["config"] == {"reclaim_weighs_lost_work": True}
+    weighed = document["runs"][ENGINE]
+    kai = json.loads(replay(tmp_path, "--json", "--only", ENGINE)[0])["runs"][ENGINE]
+    assert weighed["lost_gpu_hours"] < kai["lost_gpu_hours"]
+    assert weighed["mean_queueing_minutes"][">8"] > kai["mean_queueing_minutes"][">8"]
+
+
+def test_a_bad_pool_setting_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="bad --config: .*no_such_setting"):
+        replay(tmp_path, "--only", ENGINE, "--config", "no_such_setting=1")
+    with pytest.raises(CommandError, match="expected KEY=VALUE"):
+        replay(tmp_path, "--config", "reclaim_weighs_lost_work")
 
 
 def test_summary_prints_a_scenario_s_figures_instead_of_its_steps() -> None:

@@ -8,6 +8,7 @@ Elastic victims shrink first."""
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable
 from functools import partial
 
@@ -27,6 +28,7 @@ from scheduler_core.engine.actions.reclaim_index import ReclaimEntry, ReclaimInd
 from scheduler_core.engine.decisions import EVICT_RECLAIM
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
+from scheduler_core.engine.lost_work import lost_gpu_seconds, waited_gpu_seconds
 from scheduler_core.engine.placement import describe_misfit
 from scheduler_core.engine.reasons import format_time
 from scheduler_core.engine.resources import EPSILON
@@ -45,16 +47,42 @@ def reclaim(session: Session) -> None:
         failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]] = {}
         budget = Budget(pool.config.max_reclaims_per_cycle)
         index = ReclaimIndex(pool.name)
+        waited = _waited_by_queue(session, jobs) if pool.config.reclaim_weighs_lost_work else {}
         in_queue_order(
             session,
             pool.name,
             jobs,
-            partial(_attempt, session, pool, index=index, failed=failed, budget=budget),
+            partial(
+                _attempt,
+                session,
+                pool,
+                index=index,
+                failed=failed,
+                budget=budget,
+                waited=waited,
+            ),
             extra_of=partial(asked_request, session),
             viable=partial(_within_fairshare, session, pool.name),
             skip=partial(_explain_over_fairshare, session, pool),
             frozen=budget.spent,
         )
+
+
+def _waited_by_queue(session: Session, jobs: list[WorkloadState]) -> dict[str, float]:
+    """GPU-seconds each project's pending workloads have waited since they last became
+    pending: the fairness a queue kept waiting has paid, and what reclaim may throw
+    away to serve it in a pool that weighs lost work (ski rental, as for consolidation's
+    moves in lost_work.move_is_worth_it, but per queue: reclaim restores a queue's
+    share, not one job's). Young runs are taken at once; a run of many GPU-hours only
+    once the queue has waited about as long, by when GPUs have often freed by themselves."""
+    waited: dict[str, float] = {}
+    for job in jobs:
+        if not job.pods:
+            gpus = session.gang_request(job)[0]
+            waited[job.project] = waited.get(job.project, 0.0) + waited_gpu_seconds(
+                job.spec, gpus, session.now
+            )
+    return waited
 
 
 def _within_fairshare(session: Session, pool: str, w: WorkloadState) -> bool:
@@ -94,6 +122,7 @@ def _attempt(
     index: ReclaimIndex,
     failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]],
     budget: Budget,
+    waited: dict[str, float],
 ) -> None:
     if w.failed:
         return
@@ -184,6 +213,11 @@ def _attempt(
     department = w.department
     # victim id -> why it may be taken although that drops its queue below deserved
     straddled: dict[str, str] = {}
+    # in a pool that weighs lost work, the runs evicted may throw away no more GPU-time
+    # than the reclaiming queue's waiting workloads have waited (see reclaim)
+    allowance = waited.get(w.project, 0.0) if pool.config.reclaim_weighs_lost_work else math.inf
+    spent = [0.0]
+    costly: list[tuple[float, WorkloadState]] = []
 
     def allowed(step: VictimStep) -> bool:
         v = step.victim
@@ -199,6 +233,12 @@ def _attempt(
             if until is not None:
                 protected.append((until, v))
                 return False
+        if not math.isinf(allowance):
+            lost = _lost(session, step)
+            if spent[0] + lost > allowance + EPSILON:
+                costly.append((lost, v))
+                return False
+            spent[0] += lost
         note = session.straddle_reason(v.project, "project", name, given)
         if note is None and other_department:
             note = session.straddle_reason(v.department, "department", name, given)
@@ -230,6 +270,11 @@ def _attempt(
     if placed:
         stmt.commit()
         budget.use()
+        if w.project in waited:
+            # what this reclaim threw away, and the wait of the workload it started, are
+            # paid: the queue's later workloads this cycle weigh only what is left
+            paid = spent[0] + waited_gpu_seconds(w.spec, extra[0], session.now)
+            waited[w.project] = max(waited[w.project] - paid, 0.0)
         return
     stmt.discard()
     protected.clear()
@@ -243,6 +288,10 @@ def _attempt(
             "min_runtime",
             f"waiting for {v.name}'s guaranteed runtime until {format_time(until, session.now)}",
         )
+    elif costly:
+        lost, v = min(costly, key=lambda t: (t[0], t[1].spec.creation_order))
+        session.set_reason(w, name, "capacity", _too_costly(pool, w, counts, v, lost, allowance))
+        return  # not cached: another workload of the queue may have waited longer
     else:
         reason = (
             "capacity",
@@ -251,3 +300,29 @@ def _attempt(
         )
     failed[sig] = (extra[0], reason)
     session.set_reason(w, name, *reason)
+
+
+def _lost(session: Session, step: VictimStep) -> float:
+    """GPU-seconds of work that evicting `step` (a whole victim, or one pod of an
+    elastic one) throws away."""
+    v = step.victim
+    if step.pod is None:
+        return lost_gpu_seconds(v.spec, session.now, step.freed()[0])
+    return step.freed()[0] * max(session.now - (v.spec.started_at or session.now), 0.0)
+
+
+def _too_costly(
+    pool: PoolIndex,
+    w: WorkloadState,
+    counts: dict[str, int],
+    v: WorkloadState,
+    lost: float,
+    allowance: float,
+) -> str:
+    """Why a workload waits rather than reclaim, in a pool that weighs lost work."""
+    return (
+        f"{describe_misfit(pool, w, counts)}; reclaiming from {v.project} would throw away "
+        f"{lost / 3600:.1f} GPU-hours of {v.name}'s run, more than {w.project}'s waiting "
+        f"workloads have waited so far ({allowance / 3600:.1f} GPU-hours), so it waits for "
+        f"GPUs to free (pool {pool.name} weighs lost work)"
+    )

@@ -16,8 +16,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from scheduler_core.whatif.replay import replay_trace
+from scheduler_core.whatif.replay import SCHEDULERS, replay_trace
 from scheduler_core.whatif.run_figures import figures_table
+from scheduler_core.whatif.scenarios.errors import ScenarioError
 from scheduler_core.whatif.traces import (
     TraceCluster,
     fits,
@@ -26,6 +27,18 @@ from scheduler_core.whatif.traces import (
     read_trace,
     team_quotas,
 )
+
+
+def _setting(text: str) -> tuple[str, Any]:
+    """`KEY=VALUE` of `--config`; the value is JSON when it parses as JSON (numbers,
+    true/false, objects), else a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
 
 
 def _time(text: str) -> datetime:
@@ -63,6 +76,22 @@ class Command(BaseCommand):
             help="the pool weighs the work a consolidation move throws away against the "
             "time the job waited (consolidation_weighs_lost_work; off: KAI's behaviour)",
         )
+        parser.add_argument(
+            "--config",
+            type=_setting,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a scheduler setting of the pool, as a scenario's `config` takes it "
+            "(e.g. min_guaranteed_runtime=3600, fairshare_mode=time_based, "
+            "consolidation=false); repeatable",
+        )
+        parser.add_argument(
+            "--only",
+            choices=SCHEDULERS,
+            action="append",
+            help="replay only with this scheduler (repeatable; default: all three)",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -77,25 +106,35 @@ class Command(BaseCommand):
         except (OSError, KeyError, ValueError) as exc:
             raise CommandError(f"cannot read the trace: {exc}") from exc
         gpus = options["nodes"] * options["gpus_per_node"]
+        config = dict(options["config"])
+        if options["weigh_moves"]:
+            config["consolidation_weighs_lost_work"] = True
         cluster = TraceCluster(
             options["nodes"],
             options["gpus_per_node"],
             team_quotas((j.team for j in jobs), gpus, team_nodes),
-            weigh_moves=options["weigh_moves"],
+            config=config,
         )
         too_large = [j for j in jobs if not fits(j, cluster)]
         jobs = [j for j in jobs if fits(j, cluster)]
-        runs = replay_trace(
-            jobs,
-            cluster,
-            step_seconds=options["step"],
-            on_progress=lambda label, hours: self.stderr.write(f"{label}: {hours:g} h simulated"),
-        )
+        try:
+            runs = replay_trace(
+                jobs,
+                cluster,
+                step_seconds=options["step"],
+                on_progress=lambda label, hours: self.stderr.write(
+                    f"{label}: {hours:g} h simulated"
+                ),
+                schedulers=options["only"] or SCHEDULERS,
+            )
+        except ScenarioError as exc:
+            raise CommandError(f"bad --config: {exc}") from exc
         if options["json"]:
             document = {
                 "jobs": len(jobs),
                 "left_out_too_large": len(too_large),
                 "cluster": {"nodes": cluster.nodes, "gpus_per_node": cluster.gpus_per_node},
+                "config": config,
                 "quotas": {team: round(q, 4) for team, q in cluster.quotas.items()},
                 "runs": {label: figures.to_json() for label, figures in runs.items()},
             }
@@ -104,7 +143,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{len(jobs)} jobs on {cluster.nodes} nodes x {cluster.gpus_per_node} GPUs, "
             f"a cycle every {options['step']:g} s"
-            + ("; consolidation weighs lost work" if cluster.weigh_moves else "")
+            + "".join(f"; {key}={json.dumps(value)}" for key, value in config.items())
             + (f"; {len(too_large)} left out (larger than the cluster)" if too_large else "")
         )
         for line in figures_table(runs):

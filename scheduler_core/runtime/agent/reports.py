@@ -261,6 +261,7 @@ def _run_failed(workload: Workload, run: PodRun, node: Node, why: str) -> None:
         stopped_at=now,
     )  # fmt: skip
     workload.started_at = None
+    workload.pending_since = now
     workload.queue_position = None
     limit = workload.backoff_limit
     # a restart is counted when one is given (the engine's faults count the same way)

@@ -33,10 +33,11 @@ def _duration(seconds: float) -> str:
 
 
 def gpu_moves_text(moves: Iterable[GpuMove]) -> str:
-    """ "nlp's mean GPUs rise from 0.0 to 1.8; vision's fall from 8.0 to 6.2" (biggest
-    moves first; projects that keep their GPUs are left out), or "" when nobody moves."""
+    """Who moves, e.g. "nlp's mean GPUs rise from 0.0 to 1.8; vision's fall from 8.0 to
+    6.2": biggest moves first, a gain before an equal loss; projects that keep their GPUs
+    are left out; "" when nobody moves."""
     moved = [m for m in moves if abs(m[2] - m[1]) > GPU_EPSILON]
-    moved.sort(key=lambda m: -abs(m[2] - m[1]))
+    moved.sort(key=lambda m: (-round(abs(m[2] - m[1]), 3), m[2] < m[1]))  # ties: gains first
     parts = []
     for i, (project, before, after) in enumerate(moved):
         verb = "rise" if after > before else "fall"

@@ -95,5 +95,8 @@ def test_the_detail_page_says_the_outcome_in_words(client_for, cluster):
         .get(reverse("console:simulation_detail", args=[simulation.pk]))
         .content.decode()
     )
-    assert "With the change, vision&#x27;s mean GPUs fall from 8.0 to 6.0" in html
+    assert (
+        "With the change, nlp&#x27;s mean GPUs rise from 0.0 to 2.0; "
+        "vision&#x27;s fall from 8.0 to 6.0" in html
+    )
     assert 'data-legend-entry="nlp"' in html

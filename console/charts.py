@@ -1,4 +1,9 @@
-"""Server-rendered SVG charts (no chart library in the browser)."""
+"""Server-rendered SVG charts (no chart library in the browser).
+
+Every chart names what it shows inside the SVG itself: axis titles, a labelled capacity
+line, and a legend with each coloured series' swatch and name, so a chart copied, printed
+or read by a screen reader still says which colour is which project.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,25 @@ from dataclasses import dataclass
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+LEGEND_ROW = 18
+LEGEND_CHAR_WIDTH = 6.6  # an 11px label, roughly, to wrap the legend into rows
+LEGEND_SWATCH = 10
+LEGEND_GAP = 18
+CAPACITY_STROKE = "#17202e"
+
 
 @dataclass
 class Series:
     label: str
     colour: str  # a CSS colour, e.g. "var(--p3)"
     values: list[float]
+
+
+@dataclass
+class LegendEntry:
+    label: str
+    colour: str
+    dashed: bool = False  # a line (the capacity), not a filled area
 
 
 def _nice_ceiling(value: float) -> float:
@@ -27,6 +45,55 @@ def _nice_ceiling(value: float) -> float:
     return 10 ** (exponent + 1)
 
 
+def legend_entries(series: list[Series], capacity: float | None) -> list[LegendEntry]:
+    """What the legend lists: every series drawn (one with a value above zero), then the
+    capacity line if there is one."""
+    entries = [LegendEntry(s.label, s.colour) for s in series if any(s.values)]
+    if capacity:
+        entries.append(LegendEntry(f"capacity ({capacity:g})", CAPACITY_STROKE, dashed=True))
+    return entries
+
+
+def _legend_rows(entries: list[LegendEntry], width: float) -> list[list[tuple[float, LegendEntry]]]:
+    """Entries laid out left to right, wrapped into rows no wider than `width`."""
+    rows: list[list[tuple[float, LegendEntry]]] = [[]]
+    x = 0.0
+    for entry in entries:
+        span = LEGEND_SWATCH + 5 + len(entry.label) * LEGEND_CHAR_WIDTH
+        if rows[-1] and x + span > width:
+            rows.append([])
+            x = 0.0
+        rows[-1].append((x, entry))
+        x += span + LEGEND_GAP
+    return rows if rows[0] else []
+
+
+def _legend_svg(rows: list[list[tuple[float, LegendEntry]]], left: float, top: float) -> str:
+    parts = ['<g class="chart-legend" data-chart-legend>']
+    for r, row in enumerate(rows):
+        y = top + r * LEGEND_ROW
+        for x, entry in row:
+            x += left
+            if entry.dashed:
+                mark = (
+                    f'<line x1="{x:.1f}" x2="{x + LEGEND_SWATCH:.1f}" y1="{y + 5:.1f}" '
+                    f'y2="{y + 5:.1f}" stroke="{entry.colour}" stroke-dasharray="4 3" '
+                    'stroke-width="1.5"/>'
+                )
+            else:
+                mark = (
+                    f'<rect x="{x:.1f}" y="{y:.1f}" width="{LEGEND_SWATCH}" '
+                    f'height="{LEGEND_SWATCH}" rx="2" style="fill:{escape(entry.colour)}"/>'
+                )
+            parts.append(
+                f'<g data-legend-entry="{escape(entry.label)}">{mark}'
+                f'<text x="{x + LEGEND_SWATCH + 5:.1f}" y="{y + 9:.1f}">{escape(entry.label)}'
+                "</text></g>"
+            )
+    parts.append("</g>")
+    return "".join(parts)
+
+
 def stacked_area(
     labels: list[str],
     series: list[Series],
@@ -35,15 +102,23 @@ def stacked_area(
     height: int = 230,
     capacity: float | None = None,
     unit: str = "GPUs",
+    x_title: str = "time",
 ) -> SafeString:
     """A stacked step-area chart of `series` over sample points labelled `labels` (first,
-    middle and last are printed), with a capacity line if given."""
-    left, right, top, bottom = 40, 10, 10, 24
+    middle and last are printed), with a capacity line if given; axis titles (`x_title`,
+    `unit`) and, below the plot (`height` tall), a legend naming every series drawn."""
+    left, right, top, bottom = 52, 10, 10, 40
     plot_w, plot_h = width - left - right, height - top - bottom
     n = len(labels)
     totals = [sum(s.values[i] for s in series) for i in range(n)]
     peak = max([*totals, capacity or 0, 0])
     y_max = _nice_ceiling(peak)
+    legend = _legend_rows(legend_entries(series, capacity), plot_w)
+    full_height = height + (len(legend) * LEGEND_ROW + 6 if legend else 0)
+    drawn = [s.label for s in series if any(s.values)]
+    described = f"{unit} allocated over time, per project" + (
+        f": {', '.join(drawn)}" if drawn else ""
+    )
 
     def x(i: int) -> float:
         return left + (plot_w * i / max(n - 1, 1))
@@ -52,8 +127,8 @@ def stacked_area(
         return top + plot_h - (plot_h * v / y_max)
 
     parts = [
-        f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{escape(unit)} allocated '
-        f'over time, per project" xmlns="http://www.w3.org/2000/svg">'
+        f'<svg viewBox="0 0 {width} {full_height}" role="img" aria-label="{escape(described)}" '
+        'xmlns="http://www.w3.org/2000/svg">'
     ]
     for k in range(5):
         v = y_max * k / 4
@@ -62,6 +137,11 @@ def stacked_area(
             f'stroke="#e6e9ef" stroke-width="1"/>'
             f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>'
         )
+    middle = top + plot_h / 2
+    parts.append(
+        f'<text class="axis-title" data-axis="y" x="12" y="{middle:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 12 {middle:.1f})">{escape(unit)}</text>'
+    )
     base = [0.0] * n
     for s in series:
         upper = [base[i] + s.values[i] for i in range(n)]
@@ -73,23 +153,31 @@ def stacked_area(
                 bottom_edge += [f"{x(i - 1):.1f},{y(base[i]):.1f}", f"{x(i):.1f},{y(base[i]):.1f}"]
             parts.append(
                 f'<polygon points="{" ".join(top_edge + bottom_edge[::-1])}" '
-                f'style="fill:{s.colour}" fill-opacity=".78"><title>{escape(s.label)}</title>'
-                "</polygon>"
+                f'style="fill:{escape(s.colour)}" fill-opacity=".78"><title>{escape(s.label)}'
+                "</title></polygon>"
             )
         base = upper
     if capacity:
         parts.append(
             f'<line x1="{left}" x2="{width - right}" y1="{y(capacity):.1f}" '
-            f'y2="{y(capacity):.1f}" stroke="#17202e" stroke-dasharray="4 3" stroke-width="1"/>'
+            f'y2="{y(capacity):.1f}" stroke="{CAPACITY_STROKE}" stroke-dasharray="4 3" '
+            'stroke-width="1"/>'
             f'<text x="{width - right}" y="{y(capacity) - 4:.1f}" text-anchor="end">'
-            f"capacity {capacity:g}</text>"
+            f"capacity {capacity:g} {escape(unit)}</text>"
         )
+    axis_y = top + plot_h
     if n:
         for i in sorted({0, n // 2, n - 1}):
             anchor = "start" if i == 0 else "end" if i == n - 1 else "middle"
             parts.append(
-                f'<text x="{x(i):.1f}" y="{height - 6}" text-anchor="{anchor}">'
+                f'<text x="{x(i):.1f}" y="{axis_y + 14:.1f}" text-anchor="{anchor}">'
                 f"{escape(labels[i])}</text>"
             )
+    parts.append(
+        f'<text class="axis-title" data-axis="x" x="{left + plot_w / 2:.1f}" '
+        f'y="{axis_y + 30:.1f}" text-anchor="middle">{escape(x_title)}</text>'
+    )
+    if legend:
+        parts.append(_legend_svg(legend, left, height))
     parts.append("</svg>")
     return mark_safe("".join(parts))  # every label above is escaped

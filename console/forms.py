@@ -329,65 +329,6 @@ class EventFilterForm(forms.Form):
             _offer_projects(self, projects)
 
 
-class SimulationForm(forms.Form):
-    """A what-if run: an uploaded scenario, or the live cluster with changes."""
-
-    name = forms.CharField(max_length=120)
-    source = forms.ChoiceField(
-        choices=[
-            ("live", "Copy of the live cluster, with changes"),
-            ("scenario", "A scenario file (YAML or JSON)"),
-        ],
-        initial="live",
-        widget=forms.RadioSelect,
-    )
-    scenario_file = forms.FileField(required=False, label="Scenario file")
-    scenario_text = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 6}), label="…or paste the scenario"
-    )
-    changes = forms.CharField(
-        required=False,
-        widget=forms.Textarea(
-            attrs={
-                "rows": 5,
-                "placeholder": '{"quotas": [{"project": "vision", "pool": "a100", "gpus": 4}]}',
-            }
-        ),
-        help_text="For a live copy: quotas, weights, pools, add_nodes, remove_nodes (JSON).",
-    )
-    horizon = forms.IntegerField(min_value=60, initial=3600, help_text="Simulated seconds.")
-
-    MAX_UPLOAD = 2 * 1024 * 1024
-
-    def clean(self) -> dict[str, Any]:
-        super().clean()
-        data = self.cleaned_data
-        upload = data.get("scenario_file")
-        if upload is not None:
-            if upload.size > self.MAX_UPLOAD:
-                self.add_error("scenario_file", "the file is larger than 2 MB")
-            else:
-                try:
-                    data["scenario_text"] = upload.read().decode("utf-8")
-                except UnicodeDecodeError:
-                    self.add_error("scenario_file", "the file is not UTF-8 text")
-        if data.get("source") == "scenario" and not (data.get("scenario_text") or "").strip():
-            self.add_error("scenario_text", "upload a scenario file or paste one")
-        data["changes_dict"] = None
-        text = (data.get("changes") or "").strip()
-        if text:
-            try:
-                changes = json.loads(text)
-            except json.JSONDecodeError as exc:
-                self.add_error("changes", f"not valid JSON: {exc.msg} (line {exc.lineno})")
-            else:
-                if not isinstance(changes, dict):
-                    self.add_error("changes", 'write a JSON object, e.g. {"quotas": [...]}')
-                else:
-                    data["changes_dict"] = changes
-        return data
-
-
 class QueueOwnerSettingsForm(forms.Form):
     """A department's or project's description, and (for whoever manages the level above
     it) its rank and over-quota weight among its peers."""

@@ -8,8 +8,16 @@ from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 
 from console.charts import Series, stacked_area
-from console.forms import SimulationForm, attach_service_errors
+from console.forms import attach_service_errors
 from console.permissions import admin_required
+from console.simulation_forms import (
+    ROW_FIELDS,
+    BaseChangeRows,
+    SimulationForm,
+    attach_change_errors,
+    change_rows,
+)
+from console.simulation_summary import gpu_moves_text, result_text
 from console.views.common import page
 from scheduler_core.models import Simulation
 from scheduler_core.selectors.simulations import simulation_result_for, simulations_visible_to
@@ -25,28 +33,71 @@ def _visible(request, pk: int) -> Simulation:
 
 @admin_required
 def simulation_list(request):
-    form = SimulationForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            simulation = simulation_create(
-                user=request.user,
-                name=data["name"],
-                source=data["source"],
-                scenario_text=data.get("scenario_text") or "",
-                changes=data.get("changes_dict"),
-                horizon=data["horizon"],
-            )
-        except ValidationError as exc:
-            attach_service_errors(form, exc, {"changes": "changes"})
-        else:
-            messages.success(request, f"{simulation.name} is queued.")
-            return redirect("console:simulation_detail", pk=simulation.pk)
+    """The runs (their status live) and the form of a new run."""
+    if request.method != "POST":
+        return _list_page(request, SimulationForm(), change_rows(request.user))
+    add_row = "add_row" in request.POST
+    rows = change_rows(request.user, request.POST, add_row=add_row)
+    if add_row:  # "Add a change" without JavaScript: the same form, one row more
+        form = SimulationForm(initial={k: request.POST.get(k) for k in SimulationForm.base_fields})
+        return _list_page(request, form, rows)
+    form = SimulationForm(request.POST, request.FILES)
+    simulation = _start(request, form, rows)
+    if simulation is not None:
+        messages.success(request, f"{simulation.name} is queued.")
+        return redirect("console:simulation_detail", pk=simulation.pk)
+    return _list_page(request, form, rows)
+
+
+def _start(request, form: SimulationForm, rows: BaseChangeRows) -> Simulation | None:
+    """Start the run the form describes, or leave the errors on the form and its rows."""
+    rows_ok = not rows.is_bound or rows.is_valid()
+    if not (form.is_valid() and rows_ok):
+        return None
+    data = form.cleaned_data
+    chosen, row_of = rows.changes() if rows.is_bound else ({}, {})
+    if chosen and data.get("changes_dict"):
+        form.add_error("changes", "give the changes in the rows or as JSON, not both")
+        return None
+    try:
+        return simulation_create(
+            user=request.user,
+            name=data["name"],
+            source=data["source"],
+            scenario_text=data.get("scenario_text") or "",
+            changes=chosen or data.get("changes_dict"),
+            horizon=data["horizon"],
+        )
+    except ValidationError as exc:
+        if not hasattr(exc, "error_dict"):
+            attach_service_errors(form, exc)
+            return None
+        rest = attach_change_errors(row_of, exc) if chosen else exc.message_dict.items()
+        for key, messages_ in rest:
+            if chosen and key.startswith("changes"):
+                for message in messages_:
+                    form.add_error(None, f"{key.removeprefix('changes.')}: {message}")
+            else:
+                attach_service_errors(
+                    form, ValidationError({key: messages_}), {"changes": "changes"}
+                )
+        return None
+
+
+def _list_page(request, form: SimulationForm, rows: BaseChangeRows):
     return page(
         request,
         "console/simulations/list.html",
         "simulations",
-        {"form": form, "simulations": simulations_visible_to(request.user)[:LIST_SIZE]},
+        {
+            "form": form,
+            "rows": rows,
+            "row_fields": ROW_FIELDS,
+            "simulations": simulations_visible_to(request.user)[:LIST_SIZE],
+            "advanced_open": bool(
+                form.is_bound and (form.data.get("changes") or form.errors.get("changes"))
+            ),
+        },
     )
 
 
@@ -80,6 +131,7 @@ def result_context(user, simulation: Simulation) -> dict:
             for label, run in runs.items()
         ],
         "comparison": result.get("comparison"),
+        "summary": result_text(result),
         "live_running": simulation.status in ("queued", "running"),
     }
 
@@ -99,6 +151,8 @@ def simulation_detail(request, pk: int):
 def simulation_status(request, pk: int):
     """Progress (and, when done, the outcome) of one run: re-fetched on its progress events."""
     simulation = _visible(request, pk)
+    if request.GET.get("row"):  # a row of the runs list: its status and progress only
+        return render(request, "console/simulations/_row_status.html", {"s": simulation})
     template = (
         "console/simulations/_whatif_status.html"
         if request.GET.get("compact")
@@ -133,9 +187,15 @@ def simulation_compare(request):
                 "delta": round((b.get("mean_gpus") or 0) - (a.get("mean_gpus") or 0), 2),
             }
         )
+    moves = [
+        (r["project"], r["a"].get("mean_gpus") or 0, r["b"].get("mean_gpus") or 0) for r in rows
+    ]
+    subject = f"In {chosen[1].name}, compared with {chosen[0].name}"
+    summary = gpu_moves_text(moves)
+    summary = f"{subject}, {summary}." if summary else f"{subject}, no project's mean GPUs move."
     return page(
         request,
         "console/simulations/compare.html",
         "simulations",
-        {"sides": sides, "rows": rows},
+        {"sides": sides, "rows": rows, "summary": summary},
     )

@@ -174,3 +174,18 @@ def test_researchers_cannot_run_simulations(client_for, cluster, role):
     )
     assert response.status_code == 403
     assert not Simulation.objects.exists()
+
+
+def test_compare_says_in_words_who_moves_and_both_charts_have_legends(client_for, finished):
+    a = finished("vision 8", "admin", {"vision": 8, "nlp": 2})
+    b = finished("vision 2", "admin", {"vision": 2, "nlp": 6})
+    html = (
+        client_for("admin")
+        .get(reverse("console:simulation_compare") + f"?id={a.pk}&id={b.pk}")
+        .content.decode()
+    )
+    assert (
+        "In vision 2, compared with vision 8, vision&#x27;s mean GPUs fall from 8.0 to 2.0; "
+        "nlp&#x27;s rise from 2.0 to 6.0." in html
+    )
+    assert html.count("data-chart-legend") == 2

@@ -1,0 +1,77 @@
+"""The Simulations page in a browser: a quota change picked in the form (not typed as
+JSON), the runs list turning done live, and the result read in words and in a chart with
+a legend."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from scheduler_core.models import Quota, Simulation
+from scheduler_core.services.simulations import simulation_run
+from scheduler_core.services.workloads import WorkloadRequest, workload_submit
+from tests.console.browser.conftest import backend, run_cycle
+
+
+def settle() -> None:
+    """Scheduling cycles until one decides nothing."""
+    for _ in range(10):
+        if not run_cycle().outcome.applied:
+            return
+    raise AssertionError("the scheduler did not settle")
+
+
+def submit(cluster, project: str, name: str, gpus: int) -> None:
+    request = WorkloadRequest(project=cluster[project], name=name, gpus=gpus)
+    backend(workload_submit, user=cluster["admin"], request=request)
+
+
+def test_an_admin_picks_a_quota_change_and_reads_the_outcome(live, cluster, monkeypatch):
+    # a100 (16 GPUs) full: vision 8, infra 8 (4 over its quota); nlp has no quota and waits
+    backend(lambda: Quota.objects.filter(project=cluster["nlp"]).delete())
+    backend(lambda: Quota.objects.filter(department=cluster["dept"]).delete())
+    submit(cluster, "vision", "vision-train", 8)
+    submit(cluster, "infra", "infra-a", 4)
+    submit(cluster, "infra", "infra-b", 4)
+    settle()
+    submit(cluster, "nlp", "nlp-wait", 4)
+    settle()
+    # The run waits for a worker until the test plays the worker below.
+    monkeypatch.setattr("scheduler_core.services.simulations._enqueue", lambda pk: None)
+
+    page = live.page("admin")
+    page.goto(f"{live.url}/simulations/")
+    page.fill("#id_name", "nlp gets 4 GPUs")
+    page.click("[data-add-change]")  # a second row, added in place by the script
+    rows = page.locator("[data-change-rows] [data-change-row]")
+    expect(rows).to_have_count(2)
+    rows.nth(1).locator("[data-remove-change]").click()
+    expect(rows.nth(1)).to_be_hidden()
+    first = rows.nth(0)
+    expect(first.locator("[data-field=gpus]")).to_be_hidden()  # no kind chosen yet
+    first.locator("select[name$='-kind']").select_option("quota")
+    first.locator("select[name$='-owner']").select_option("project:nlp")
+    first.locator("select[name$='-pool']").select_option("a100")
+    first.locator("input[name$='-gpus']").fill("4")
+    expect(first.locator("[data-field=node]")).to_be_hidden()
+    page.fill("#id_horizon", "600")
+    page.click("button:has-text('Start')")
+    expect(page.locator("h1")).to_have_text("nlp gets 4 GPUs")
+    simulation = Simulation.objects.get()
+    assert simulation.changes == {"quotas": [{"project": "nlp", "pool": "a100", "gpus": 4}]}
+
+    page.goto(f"{live.url}/simulations/")
+    cell = page.locator(f"#simulation-status-{simulation.pk}")
+    expect(cell).to_contain_text("Queued")
+    live.wait_live(page)
+    page.evaluate("window.__sameDocument = true")
+    backend(simulation_run, simulation_id=simulation.pk)  # the worker
+    expect(cell).to_contain_text("Succeeded")
+    expect(cell.locator(".progress")).to_have_attribute("aria-valuenow", "100")
+    assert page.evaluate("window.__sameDocument") is True  # no reload
+
+    page.click("a:has-text('nlp gets 4 GPUs')")
+    summary = page.locator("[data-summary]")
+    expect(summary).to_contain_text("With the change, nlp's mean GPUs rise from 0.0 to")
+    legend = page.locator("[data-run=changed] [data-chart-legend]")
+    expect(legend.locator("[data-legend-entry=nlp]")).to_have_count(1)
+    expect(legend).to_contain_text("capacity (16)")

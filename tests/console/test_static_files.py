@@ -14,6 +14,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import Client
 
+from config import settings as product_settings
+
 CSS = "console/css/console.css"
 HASHED_CSS = re.compile(r'href="(/static/console/css/console\.[0-9a-f]{12}\.css)"')
 HASHED_HTMX = re.compile(r'src="(/static/vendor/htmx/htmx\.min\.[0-9a-f]{12}\.js)"')
@@ -30,6 +32,7 @@ def collected(settings, tmp_path):
     """`collectstatic` into an empty STATIC_ROOT with the product's storage. Only the
     project's own folders (the console and htmx) are collected: the admin's and the API
     docs' files take a minute of brotli and prove nothing more."""
+    settings.STORAGES = product_settings.STORAGES
     settings.STATIC_ROOT = tmp_path / "static"
     settings.STATICFILES_FINDERS = ["django.contrib.staticfiles.finders.FileSystemFinder"]
     call_command("collectstatic", "--noinput", verbosity=0)
@@ -75,7 +78,8 @@ def test_signed_in_pages_reference_hashed_htmx(collected, cluster):
 
 @pytest.mark.django_db
 def test_without_collectstatic_pages_use_plain_names_that_are_served(settings, tmp_path):
-    """A fresh clone (or a test run) before `collectstatic`: nothing breaks."""
+    """A fresh clone before `collectstatic`: nothing breaks."""
+    settings.STORAGES = product_settings.STORAGES
     settings.STATIC_ROOT = tmp_path / "empty"
     settings.STATIC_ROOT.mkdir()
     page = Client().get("/login/")

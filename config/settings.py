@@ -9,6 +9,7 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from whitenoise.compress import Compressor
 
 # Every variable is read through `env` (django-environ). A value that starts with $ names
 # another variable whose value it takes (SECRET_KEY=$OTHER); write \$ for a literal $.
@@ -59,6 +60,11 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Pages and API answers are gzipped for clients that accept it; static files are
+    # compressed ahead of time (WhiteNoise above answers them first). BREACH: Django
+    # (>= 4.2) pads each compressed response with a random-length filename, and the CSRF
+    # token is masked per response. Websockets never pass through this middleware.
+    "django.middleware.gzip.GZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -132,9 +138,16 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # Hashed names, .gz and .br copies made by `manage.py collectstatic` (bin/setup runs it);
+    # plain names until then (config/static_storage.py).
+    "staticfiles": {"BACKEND": "config.static_storage.FairwayStaticFilesStorage"},
 }
+# Files not collected yet are served from their source folders.
 WHITENOISE_USE_FINDERS = True
+# Only the hashed copies are compressed and kept (plain names come from the source folders);
+# source maps, read by developer tools only, are not worth a minute of brotli at setup.
+WHITENOISE_KEEP_ONLY_HASHED_FILES = True
+WHITENOISE_SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "map")
 
 # --- Redis, Celery, Channels -------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")

@@ -20,3 +20,10 @@ AGENT_HEARTBEAT_INTERVAL = 0.5
 AGENT_USAGE_INTERVAL = 0.5
 AGENT_UNREACHABLE_AFTER = 3.0
 AGENT_LOST_AFTER = 30.0
+# Static files are served from their sources (no manifest): a STATIC_ROOT collected before a
+# change to a script would serve the old copy. tests/console/test_static_files.py checks the
+# product's storage (config.settings.STORAGES) on a collection of its own.
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}

@@ -549,7 +549,12 @@
     var cells = [];
     var when = document.createElement("td");
     when.className = "nowrap muted";
-    when.textContent = new Date(event.at).toLocaleTimeString();
+    // Like the rows the page was drawn with: a relative time that reltime.js ticks.
+    var time = document.createElement("time");
+    time.setAttribute("datetime", event.at);
+    time.setAttribute("data-reltime", "");
+    time.textContent = new Date(event.at).toLocaleTimeString();
+    when.appendChild(time);
     cells.push(when);
     var type = document.createElement("td");
     var badge = document.createElement("span");
@@ -584,6 +589,7 @@
     var empty = tbody.querySelector("tr.empty-row");
     if (empty) empty.remove();
     tbody.insertBefore(row, tbody.firstChild);
+    if (window.fairwayRelTime) window.fairwayRelTime.tick();
     row.classList.add("flash");
     var max = parseInt(tbody.getAttribute("data-max") || "200", 10);
     while (tbody.rows.length > max) tbody.deleteRow(tbody.rows.length - 1);

@@ -1,12 +1,16 @@
 /*
  * Relative times that tick: every <time data-reltime datetime="..."> says how long ago it
- * was ("3m ago"), updated every 30 s; its title keeps the absolute time. Rows added later
- * (live events, swaps) are picked up at the next tick, or at once on "live:refreshed".
+ * was ("3m ago"), updated every second while one of them is under a minute old (its
+ * seconds change) and every 30 s otherwise; its title keeps the absolute time. Rows added
+ * later are picked up at once: live.js calls fairwayRelTime.tick() for a prepended event,
+ * and htmx swaps announce "live:refreshed".
  */
 (function () {
   "use strict";
 
-  var TICK_MS = 30000;
+  var FAST_MS = 1000;
+  var SLOW_MS = 30000;
+  var timer = null;
 
   function ago(seconds) {
     seconds = Math.max(0, Math.floor(seconds));
@@ -20,18 +24,20 @@
 
   function tick() {
     var now = Date.now();
+    var youngest = Infinity;
     document.querySelectorAll("time[data-reltime]").forEach(function (el) {
       var at = Date.parse(el.getAttribute("datetime"));
       if (isNaN(at)) return;
       if (!el.title) el.title = new Date(at).toLocaleString();
-      el.textContent = ago((now - at) / 1000);
+      var seconds = (now - at) / 1000;
+      youngest = Math.min(youngest, seconds);
+      el.textContent = ago(seconds);
     });
+    clearTimeout(timer);
+    timer = setTimeout(tick, youngest < 60 ? FAST_MS : SLOW_MS);
   }
 
   window.fairwayRelTime = { tick: tick, ago: ago };
   document.addEventListener("live:refreshed", tick);
-  document.addEventListener("DOMContentLoaded", function () {
-    tick();
-    setInterval(tick, TICK_MS);
-  });
+  document.addEventListener("DOMContentLoaded", tick);
 })();

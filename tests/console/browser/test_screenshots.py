@@ -10,10 +10,10 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from scheduler_core.choices import EventType
-from scheduler_core.models import NodePool, Project, SchedulingEvent, Workload
+from scheduler_core.models import Node, NodePool, Project, SchedulingEvent, Workload
 from scheduler_core.services.simulations import simulation_create, simulation_run
 from scheduler_core.services.workloads import WorkloadRequest, workload_submit
-from tests.console.browser.conftest import backend, run_cycle
+from tests.console.browser.conftest import SCREENSHOTS, backend, run_cycle
 
 
 def spread_history_over_the_last_hour() -> None:
@@ -56,6 +56,7 @@ def test_screenshots_of_the_demo_cluster(live):
         "queue": "/queue/",
         "workloads": "/workloads/",
         "nodes": "/nodes/",
+        "nodes-list": "/nodes/list/",
         "events": "/events/",
         "tokens": "/tokens/",
     }
@@ -69,6 +70,16 @@ def test_screenshots_of_the_demo_cluster(live):
     )
     admin.goto(f"{live.url}/workloads/{running.pk}/")
     live.screenshot(admin, "workload-detail")
+
+    busiest = Node.objects.filter(pool__name="a100").order_by("name").first()
+    admin.goto(f"{live.url}/nodes/{busiest.pk}/")
+    expect(admin.locator("h1")).to_be_visible()
+    live.screenshot(admin, "node-detail")
+
+    phone = live.page("admin", password="fairway-admin", width=390, height=844)
+    phone.goto(f"{live.url}/?window=1h")
+    expect(phone.locator("h1")).to_be_visible()
+    phone.screenshot(path=str(SCREENSHOTS / "overview-phone.png"))  # the first screen only
 
     admin.goto(f"{live.url}/quotas/")
     # nlp has a workload waiting in t4 for want of quota there: give it 2 GPUs

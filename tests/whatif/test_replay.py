@@ -103,7 +103,7 @@ def test_pool_settings_change_the_engine_s_replay_only(tmp_path: Path) -> None:
 
 
 def test_a_bad_pool_setting_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(CommandError, match="bad --config: .*no_such_setting"):
+    with pytest.raises(CommandError, match=r"bad --config: .*no_such_setting"):
         replay(tmp_path, "--only", ENGINE, "--config", "no_such_setting=1")
     with pytest.raises(CommandError, match="expected KEY=VALUE"):
         replay(tmp_path, "--config", "reclaim_weighs_lost_work")

@@ -1,4 +1,5 @@
-"""The console's one websocket consumer: live scheduling events and simulation progress.
+"""The console's one websocket consumer: live scheduling events, simulation progress and
+new simulations.
 
 Protocol (URL `/ws/events/`, JSON text frames):
 
@@ -14,6 +15,8 @@ Protocol (URL `/ws/events/`, JSON text frames):
         server drops groups itself, e.g. after the user lost access to a project)
     {"type": "event", "group": "project-3", "event": {...}}      (live_events.recording)
     {"type": "simulation.progress", "group": "simulation-5", "simulation": {...}}
+    {"type": "simulation.created", "group": "simulations", "simulation": {"id": 5}}
+        (a new what-if run: its id alone, the runs list fetches what it may show)
     {"type": "log", "group": "workload-17", "log": {"workload", "pod", "run", "offset",
         "next_offset", "text"}}                                                 (a pod's new output)
     {"type": "pong"}
@@ -21,7 +24,10 @@ Protocol (URL `/ws/events/`, JSON text frames):
 
 Groups and who may join them (the shared access rule, `visible_to`):
 `cluster` and `pool-<id>` any signed-in user; `project-<id>` and `workload-<id>` those who may
-see the project; `simulation-<id>` its creator and system admins. Whatever the group, an event
+see the project; `simulation-<id>` its creator and system admins; `simulations` (every new
+run, for the runs list) department and system admins, and a run's message is forwarded only
+to those who may see that run (selectors.simulations.simulations_visible_to, the rule of the
+pages), so nobody learns of another's run. Whatever the group, an event
 about a project the user cannot see is never forwarded, nor one about a department's own
 quota to those who cannot see the department, and a preemption names the other side's
 workload and project only to those who may see that project (live_events.other_side). The
@@ -55,6 +61,7 @@ from scheduler_core.live_events.other_side import as_seen_by
 from scheduler_core.live_events.recording import CLUSTER_GROUP, session_digest, user_group
 from scheduler_core.models import NodePool, Project, Workload
 from scheduler_core.selectors.simulations import simulations_visible_to
+from scheduler_core.services.simulations import SIMULATIONS_GROUP
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +82,8 @@ class BadMessage(Exception):
 
 def parse_group(name: str) -> tuple[str, int | None] | None:
     """`("cluster", None)`, `("project", 3)`, ... or None when `name` is no known group."""
-    if name == CLUSTER_GROUP:
-        return (CLUSTER_GROUP, None)
+    if name in (CLUSTER_GROUP, SIMULATIONS_GROUP):
+        return (name, None)
     kind, _, pk = name.partition("-")
     if kind in KINDS and pk.isascii() and pk.isdigit() and len(pk) < 19 and int(pk) > 0:
         return (kind, int(pk))
@@ -163,9 +170,19 @@ def authorize_groups(snapshot: AccessSnapshot, names: list[str]) -> tuple[list[s
     accepted: list[str] = []
     denied: list[str] = []
     for name, group in parsed.items():
-        ok = group is not None and (group[0] == CLUSTER_GROUP or group[1] in allowed[group[0]])
+        if group is None:
+            ok = False
+        elif group[0] == SIMULATIONS_GROUP:
+            ok = access.is_any_admin(user)  # who may open the Simulations page
+        else:
+            ok = group[0] == CLUSTER_GROUP or group[1] in allowed[group[0]]
         (accepted if ok else denied).append(name)
     return accepted, denied
+
+
+def may_see_simulation(user, simulation_id: int) -> bool:
+    """Whether `user` may see the run (the rule of the Simulations pages)."""
+    return simulations_visible_to(user).filter(pk=simulation_id).exists()
 
 
 def _existing(queryset, items: list[tuple[str, int]]) -> set[int]:
@@ -238,7 +255,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
             raise BadMessage(
                 "groups must be a list of group names like 'cluster', 'pool-2', 'project-3', "
-                "'workload-17' or 'simulation-5'",
+                "'workload-17', 'simulation-5' or 'simulations'",
                 "groups",
             )
         groups = list(dict.fromkeys(groups))  # de-duplicate, keep order
@@ -314,6 +331,22 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.send_json(
             {"type": "simulation.progress", "group": group, "simulation": message["simulation"]}
+        )
+
+    async def simulation_created(self, message: dict[str, Any]) -> None:
+        """A new what-if run, for the runs list: its id, only to those who may see the run
+        (the message's creator id stays on the server)."""
+        if self.snapshot is None:
+            return
+        await self.refresh_access(force=False)  # drops the group if no longer an admin
+        group = message.get("group")
+        if self.snapshot is None or group not in self.subscriptions:
+            return
+        simulation_id = message["simulation"]["id"]
+        if not await database_sync_to_async(may_see_simulation)(self.snapshot.user, simulation_id):
+            return
+        await self.send_json(
+            {"type": "simulation.created", "group": group, "simulation": {"id": simulation_id}}
         )
 
     async def workload_log(self, message: dict[str, Any]) -> None:

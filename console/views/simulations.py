@@ -33,8 +33,11 @@ def _visible(request, pk: int) -> Simulation:
 
 @admin_required
 def simulation_list(request):
-    """The runs (their status live) and the form of a new run."""
+    """The runs (their status live, new ones added live) and the form of a new run."""
     if request.method != "POST":
+        after = request.GET.get("new_after")
+        if after is not None:  # the list's live region: runs newer than those drawn
+            return _new_rows(request, int(after) if after.isdigit() else 0)
         return _list_page(request, SimulationForm(), change_rows(request.user))
     add_row = "add_row" in request.POST
     rows = change_rows(request.user, request.POST, add_row=add_row)
@@ -84,7 +87,17 @@ def _start(request, form: SimulationForm, rows: BaseChangeRows) -> Simulation | 
         return None
 
 
+def _new_rows(request, after: int):
+    """Rows of the runs `request.user` may see that are newer than run `after` (the newest
+    the list was drawn with), newest first: re-fetched when a run is created."""
+    newer = simulations_visible_to(request.user).filter(pk__gt=after)[:LIST_SIZE]
+    return render(
+        request, "console/simulations/_new_rows.html", {"new_runs": newer, "after": after}
+    )
+
+
 def _list_page(request, form: SimulationForm, rows: BaseChangeRows):
+    simulations = list(simulations_visible_to(request.user)[:LIST_SIZE])
     return page(
         request,
         "console/simulations/list.html",
@@ -93,7 +106,8 @@ def _list_page(request, form: SimulationForm, rows: BaseChangeRows):
             "form": form,
             "rows": rows,
             "row_fields": ROW_FIELDS,
-            "simulations": simulations_visible_to(request.user)[:LIST_SIZE],
+            "simulations": simulations,
+            "newest_id": max((s.pk for s in simulations), default=0),
             "advanced_open": bool(
                 form.is_bound and (form.data.get("changes") or form.errors.get("changes"))
             ),

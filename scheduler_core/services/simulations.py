@@ -7,10 +7,11 @@ A live copy is taken when the run is created and stored as its scenario (JSON, w
 YAML too), so the run is reproducible and can be downloaded and replayed with
 `manage.py simulate`. Progress goes to Simulation.progress/progress_message and to the
 channel group `simulation-<id>` as {"type": "simulation.progress", "group": ...,
-"simulation": simulation_state(sim)}. A crash stores status failed with the error; a run
-that stops answering (worker killed) is marked failed by `simulation_fail_stale`, which
-runs when a worker starts, before every run and every creation, and from the beat task
-`scheduler_core.whatif.tasks.fail_stale_simulations_task`.
+"simulation": simulation_state(sim)}, and a new run's id to the group `simulations` (the
+runs lists; the console's consumer forwards it only to those who may see the run). A crash
+stores status failed with the error; a run that stops answering (worker killed) is marked
+failed by `simulation_fail_stale`, which runs when a worker starts, before every run and
+every creation, and from the beat task `scheduler_core.whatif.tasks.fail_stale_simulations_task`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ MAX_SCENARIO_CHARS = 5_000_000
 SCENARIO_FILE = "scenario.yaml"
 PROGRESS_EVERY_SECONDS = 0.5
 PROGRESS_EVERY_FRACTION = 0.05
+SIMULATIONS_GROUP = "simulations"
+"""Channel group of the runs lists: every new run's id (any admin may join)."""
 
 
 def _timeout() -> timedelta:
@@ -125,6 +128,7 @@ def simulation_create(
         )
         pk = simulation.pk
         transaction.on_commit(lambda: _enqueue(pk))
+        publish_created(simulation)
     return simulation
 
 
@@ -415,6 +419,17 @@ def simulation_fail_stale(*, now: datetime | None = None) -> int:
 def simulation_group(simulation_id: int) -> str:
     """Channel group of one run's progress (its creator and system admins may join)."""
     return group_name("simulation", simulation_id)
+
+
+def publish_created(sim: Simulation) -> None:
+    """Tell the open runs lists (`simulations`) that a run exists, after commit: its id and
+    creator only, never its name (the consumer forwards the id to those who may see it)."""
+    message = {
+        "type": "simulation.created",
+        "group": SIMULATIONS_GROUP,
+        "simulation": {"id": sim.pk, "created_by_id": sim.created_by_id},
+    }
+    send_after_commit([(SIMULATIONS_GROUP, message)])
 
 
 def simulation_state(sim: Simulation) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from scheduler_core.models import Quota, Simulation
-from scheduler_core.services.simulations import simulation_run
+from scheduler_core.services.simulations import simulation_create, simulation_run
 from scheduler_core.services.workloads import WorkloadRequest, workload_submit
 from tests.console.browser.conftest import backend, run_cycle
 
@@ -75,3 +75,31 @@ def test_an_admin_picks_a_quota_change_and_reads_the_outcome(live, cluster, monk
     legend = page.locator("[data-run=changed] [data-chart-legend]")
     expect(legend.locator("[data-legend-entry=nlp]")).to_have_count(1)
     expect(legend).to_contain_text("capacity (16)")
+
+
+def test_a_run_another_admin_starts_appears_in_an_open_list(live, cluster, monkeypatch):
+    monkeypatch.setattr("scheduler_core.services.simulations._enqueue", lambda pk: None)
+    old = backend(
+        lambda: Simulation.objects.create(
+            name="old run", source="live", created_by=cluster["admin"]
+        )
+    )
+    page = live.page("admin")
+    page.goto(f"{live.url}/simulations/")
+    expect(page.locator(f"tr[data-simulation='{old.pk}']")).to_be_visible()
+    live.wait_live(page)
+    page.evaluate("window.__sameDocument = true")
+
+    # Another admin (a department's) starts a run: it is listed at the top, queued.
+    simulation = backend(
+        simulation_create, user=cluster["dept_admin"], name="vision quota 4", source="live"
+    )
+    row = page.locator("#simulation-rows, #simulation-new-rows").locator("tr").first
+    expect(row).to_have_attribute("data-simulation", str(simulation.pk))
+    expect(row).to_contain_text("vision quota 4")
+    cell = page.locator(f"#simulation-status-{simulation.pk}")
+    expect(cell).to_contain_text("Queued")
+    # ... and its progress is followed like that of the runs drawn with the page.
+    backend(simulation_run, simulation_id=simulation.pk)  # the worker
+    expect(cell).to_contain_text("Succeeded")
+    assert page.evaluate("window.__sameDocument") is True  # no reload

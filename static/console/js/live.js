@@ -11,6 +11,8 @@
  *   data-live-new-for="workload-rows"     a (hidden) button that says "N new" and shows them
  *   data-live-feed                        a <tbody> that gets new events prepended
  *   data-live-resync-only                 with data-live-src: re-fetched only on (re)connect
+ *   data-live-keep-ticks                  with data-live-src: its ticked checkboxes never hold
+ *                                         a refresh and stay ticked (matched by name and value)
  *
  * A pod's output (`log` frames) is handed on as a `live:log` event on document (logs.js).
  *
@@ -297,7 +299,11 @@
         return;
       }
       var focusedId = region.contains(document.activeElement) ? document.activeElement.id : "";
+      var ticked = tickedIn(region);
       region.innerHTML = html;
+      $all("input[type=checkbox]", region).forEach(function (box) {
+        if (ticked.has(box.name + "=" + box.value)) box.checked = true;
+      });
       release(region);
       if (focusedId) {
         var again = document.getElementById(focusedId);
@@ -336,7 +342,20 @@
   function isBusy(region) {
     var active = document.activeElement;
     if (region.contains(active) && isTyping(active)) return true;
-    return $all("input, textarea, select", region).some(isDirty);
+    var keepTicks = region.hasAttribute("data-live-keep-ticks");
+    return $all("input, textarea, select", region).some(function (el) {
+      return !(keepTicks && el.type === "checkbox") && isDirty(el);
+    });
+  }
+
+  /* "name=value" of the checkboxes ticked in a data-live-keep-ticks region. */
+  function tickedIn(region) {
+    var ticked = new Set();
+    if (!region.hasAttribute("data-live-keep-ticks")) return ticked;
+    $all("input[type=checkbox]", region).forEach(function (box) {
+      if (box.checked) ticked.add(box.name + "=" + box.value);
+    });
+    return ticked;
   }
 
   function hold(region) {

@@ -1,6 +1,6 @@
 """The Simulations page in a browser: a quota change picked in the form (not typed as
-JSON), the runs list turning done live, and the result read in words and in a chart with
-a legend."""
+JSON), the runs list turning done live and showing runs started elsewhere, and the result
+read in words and in a chart with a legend."""
 
 from __future__ import annotations
 
@@ -102,4 +102,12 @@ def test_a_run_another_admin_starts_appears_in_an_open_list(live, cluster, monke
     # ... and its progress is followed like that of the runs drawn with the page.
     backend(simulation_run, simulation_id=simulation.pk)  # the worker
     expect(cell).to_contain_text("Succeeded")
+
+    # Ticked to compare, it stays ticked when the next run (from another tab) arrives.
+    tick = page.locator(f"tr[data-simulation='{simulation.pk}'] input[type=checkbox]")
+    tick.check()
+    after = backend(simulation_create, user=cluster["admin"], name="infra plan", source="live")
+    expect(row).to_have_attribute("data-simulation", str(after.pk))
+    expect(tick).to_be_checked()
+    expect(page.locator("[data-live-waiting]")).to_have_count(0)  # nothing held back
     assert page.evaluate("window.__sameDocument") is True  # no reload

@@ -36,8 +36,9 @@ def lost_gpu_seconds(spec: WorkloadSpec, now: float, gpus: float | None = None) 
 
 
 def waited_gpu_seconds(spec: WorkloadSpec, gpus: float, now: float) -> float:
-    """GPU-seconds a pending workload of `gpus` GPUs has spent waiting since it was
-    submitted: the idle time its GPUs would have been put to."""
+    """GPU-seconds a pending workload of `gpus` GPUs has spent waiting since it last went
+    back to the queue (its submission, or its last eviction): the idle time its GPUs
+    would have been put to."""
     since = spec.submitted_at if spec.pending_since is None else spec.pending_since
     return gpus * max(now - since, 0.0)
 

@@ -191,6 +191,8 @@ class WorkloadSpec:
     backoff_limit: restarts allowed after faults (None: faults are always retried).
     restarts: restarts so far. status: pending|running. pods: current placements (in
     group order). pool: the pool it runs in. started_at: when it (re)started.
+    pending_since: when it last went back to the queue after a run (None: it has waited
+    since submitted_at).
     """
 
     id: str

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from scheduler_core.choices import EventType, NodeState, WorkloadStatus
 from scheduler_core.loop import cycle
@@ -160,6 +163,26 @@ def test_a_quota_change_reclaims_gpus_with_a_preempted_event(cluster, submit):
     assert evicted[0].status == WorkloadStatus.PENDING
     assert not Allocation.objects.filter(workload=evicted[0]).exists()
     assert evicted[0].restarts == 0  # a reclaim is not a fault
+    # it waits again from its eviction, not from its submission
+    assert evicted[0].pending_since == event.created_at
+
+
+def test_a_pool_that_weighs_lost_work_spares_a_long_run_and_says_why(cluster, submit):
+    pool = cluster["pool"]
+    pool.reclaim_weighs_lost_work = True
+    pool.save()
+    victims = [submit("nlp", f"borrow-{i}", gpus=8) for i in range(2)]
+    run_cycle()
+    Workload.objects.filter(pk__in=[v.pk for v in victims]).update(
+        started_at=timezone.now() - timedelta(hours=5)
+    )
+    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=pool, gpus=0)
+    owner = submit("vision", "owner", gpus=8)
+    run_cycle()
+    assert not any(_events(w, EventType.PREEMPTED) for w in victims)
+    owner.refresh_from_db()
+    assert owner.status == WorkloadStatus.PENDING
+    assert "would throw away 40.0 GPU-hours" in owner.pending_reason
 
 
 def test_a_cancel_during_the_cycle_is_not_overwritten(cluster, submit, monkeypatch):

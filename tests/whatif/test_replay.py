@@ -102,6 +102,21 @@ def test_pool_settings_change_the_engine_s_replay_only(tmp_path: Path) -> None:
     assert weighed["mean_queueing_minutes"][">8"] > kai["mean_queueing_minutes"][">8"]
 
 
+def test_consecutive_windows_replay_side_by_side(tmp_path: Path) -> None:
+    # two 2-hour windows: 19:00-21:00 holds the six jobs, 21:00-23:00 none
+    out, _ = replay(tmp_path, "--only", ENGINE, "--windows", "2")
+    lines = out.splitlines()
+    assert lines[0].startswith("2017-10-25 19:00: 6 jobs on 4 nodes")
+    assert lines[1].startswith("2017-10-25 21:00: 0 jobs on 4 nodes")
+    assert lines[2].split() == [ENGINE, "10-25", "19:00", ENGINE, "10-25", "21:00"]
+    document = json.loads(replay(tmp_path, "--only", ENGINE, "--windows", "2", "--json")[0])
+    assert [w["start"] for w in document["windows"]] == [
+        "2017-10-25T19:00:00+00:00",
+        "2017-10-25T21:00:00+00:00",
+    ]
+    assert [w["jobs"] for w in document["windows"]] == [6, 0]
+
+
 def test_a_bad_pool_setting_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match=r"bad --config: .*no_such_setting"):
         replay(tmp_path, "--only", ENGINE, "--config", "no_such_setting=1")

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 from argparse import ArgumentTypeError
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scheduler_core.whatif.replay import SCHEDULERS, replay_trace
-from scheduler_core.whatif.run_figures import figures_table
+from scheduler_core.whatif.run_figures import RunFigures, figures_table
 from scheduler_core.whatif.scenarios.errors import ScenarioError
 from scheduler_core.whatif.traces import (
     TraceCluster,
@@ -92,23 +93,61 @@ class Command(BaseCommand):
             action="append",
             help="replay only with this scheduler (repeatable; default: all three)",
         )
+        parser.add_argument(
+            "--windows",
+            type=int,
+            default=1,
+            help="replay this many consecutive windows of --hours each, side by side "
+            "(a difference between settings that one window shows may be chance)",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            jobs = read_trace(
-                options["path"],
-                start=options["start"],
-                hours=options["hours"],
-                cap_hours=options["cap_hours"],
-            )
-            team_nodes = read_team_nodes(options["vc"]) if options["vc"] else None
-        except (OSError, KeyError, ValueError) as exc:
-            raise CommandError(f"cannot read the trace: {exc}") from exc
-        gpus = options["nodes"] * options["gpus_per_node"]
         config = dict(options["config"])
         if options["weigh_moves"]:
             config["consolidation_weighs_lost_work"] = True
+        if options["windows"] < 1:
+            raise CommandError("--windows must be at least 1")
+        try:
+            team_nodes = read_team_nodes(options["vc"]) if options["vc"] else None
+        except (OSError, KeyError, ValueError) as exc:
+            raise CommandError(f"cannot read the trace: {exc}") from exc
+        span = timedelta(hours=options["hours"])
+        replays = [
+            self._replay(options["start"] + k * span, options, config, team_nodes)
+            for k in range(options["windows"])
+        ]
+        if options["json"]:
+            documents = [replay.document(config) for replay in replays]
+            self.stdout.write(
+                json.dumps(documents[0] if len(documents) == 1 else {"windows": documents})
+            )
+            return
+        for replay in replays:
+            self.stdout.write(replay.header(options["step"], config, len(replays) > 1))
+        runs: dict[str, RunFigures] = {}
+        for replay in replays:
+            for label, figures in replay.runs.items():
+                runs[label if len(replays) == 1 else f"{label} {replay.start:%m-%d %H:%M}"] = (
+                    figures
+                )
+        for line in figures_table(runs):
+            self.stdout.write(line)
+
+    def _replay(
+        self,
+        start: datetime,
+        options: dict[str, Any],
+        config: dict[str, Any],
+        team_nodes: dict[str, int] | None,
+    ) -> WindowReplay:
+        try:
+            jobs = read_trace(
+                options["path"], start=start, hours=options["hours"], cap_hours=options["cap_hours"]
+            )
+        except (OSError, KeyError, ValueError) as exc:
+            raise CommandError(f"cannot read the trace: {exc}") from exc
+        gpus = options["nodes"] * options["gpus_per_node"]
         cluster = TraceCluster(
             options["nodes"],
             options["gpus_per_node"],
@@ -123,28 +162,43 @@ class Command(BaseCommand):
                 cluster,
                 step_seconds=options["step"],
                 on_progress=lambda label, hours: self.stderr.write(
-                    f"{label}: {hours:g} h simulated"
+                    f"{start:%m-%d %H:%M} {label}: {hours:g} h simulated"
                 ),
                 schedulers=options["only"] or SCHEDULERS,
             )
         except ScenarioError as exc:
             raise CommandError(f"bad --config: {exc}") from exc
-        if options["json"]:
-            document = {
-                "jobs": len(jobs),
-                "left_out_too_large": len(too_large),
-                "cluster": {"nodes": cluster.nodes, "gpus_per_node": cluster.gpus_per_node},
-                "config": config,
-                "quotas": {team: round(q, 4) for team, q in cluster.quotas.items()},
-                "runs": {label: figures.to_json() for label, figures in runs.items()},
-            }
-            self.stdout.write(json.dumps(document))
-            return
-        self.stdout.write(
-            f"{len(jobs)} jobs on {cluster.nodes} nodes x {cluster.gpus_per_node} GPUs, "
-            f"a cycle every {options['step']:g} s"
+        return WindowReplay(start, len(jobs), len(too_large), cluster, runs)
+
+
+@dataclass(frozen=True)
+class WindowReplay:
+    """One window of the trace, replayed."""
+
+    start: datetime
+    jobs: int
+    too_large: int
+    cluster: TraceCluster
+    runs: dict[str, RunFigures]
+
+    def document(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The window's figures as JSON."""
+        return {
+            "start": self.start.isoformat(),
+            "jobs": self.jobs,
+            "left_out_too_large": self.too_large,
+            "cluster": {"nodes": self.cluster.nodes, "gpus_per_node": self.cluster.gpus_per_node},
+            "config": config,
+            "quotas": {team: round(q, 4) for team, q in self.cluster.quotas.items()},
+            "runs": {label: figures.to_json() for label, figures in self.runs.items()},
+        }
+
+    def header(self, step: float, config: dict[str, Any], dated: bool) -> str:
+        """The line above the table: what was replayed on what."""
+        return (
+            (f"{self.start:%Y-%m-%d %H:%M}: " if dated else "")
+            + f"{self.jobs} jobs on {self.cluster.nodes} nodes x "
+            f"{self.cluster.gpus_per_node} GPUs, a cycle every {step:g} s"
             + "".join(f"; {key}={json.dumps(value)}" for key, value in config.items())
-            + (f"; {len(too_large)} left out (larger than the cluster)" if too_large else "")
+            + (f"; {self.too_large} left out (larger than the cluster)" if self.too_large else "")
         )
-        for line in figures_table(runs):
-            self.stdout.write(line)

@@ -15,7 +15,8 @@ engine imports the simulation or the cycle except those above them here):
 - `cycle.py`: run a cycle, apply its result, repeat to a fixed point;
 - `policies/`: the actions by name and each policy as a list of them (KAI's default
   order for quota pools, Determined's fairshare and priority policies);
-- `actions/`: allocate, consolidate, reclaim (with its index), preempt, expand, faults;
+- `actions/`: allocate (with reserve), consolidate, reclaim (with its index), preempt,
+  expand, faults;
 - `plugins/`: priority, gang, proportion (quotas, fairshare division, queue order),
   minruntime, answering the session's hooks;
 - `framework/`: the session and its hooks, the statement, the mutable state;
@@ -33,6 +34,8 @@ Snapshot (frozen dataclasses, string keys everywhere):
   max_reclaims_per_cycle, max_preemptions_per_cycle)`. The last two pace evictions:
   at most that many pending workloads start by reclaim / by preemption per pool and
   cycle (default 100 each, None = no bound); the next cycle carries on.
+  `reserve_for_gangs` (default False) holds the nodes likeliest to drain for the first
+  gang of a queue that waits for scattered GPUs (actions/reserve.py).
 - `NodeSpec(name, pool, gpus, cpu, memory, labels, state)`; cpu/memory None = unlimited;
   state ready|cordoned|down.
 - `QueueSpec(name, parent, rank, over_quota_weight, quota, limit, creation_order)`:

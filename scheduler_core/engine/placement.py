@@ -36,9 +36,14 @@ def _free_devices(node: NodeState, k: int) -> tuple[int, ...]:
 
 
 def find_slot(
-    pool: PoolIndex, grp: GroupState, selector: dict[str, str], spread: bool
+    pool: PoolIndex,
+    grp: GroupState,
+    selector: dict[str, str],
+    spread: bool,
+    blocked: set[str] | None = None,
 ) -> Slot | None:
-    """A node (and devices) where one pod of `grp` fits, or None."""
+    """A node (and devices) where one pod of `grp` fits, or None; nodes named in
+    `blocked` (held for another workload) are passed over."""
     g = grp.gpus
     cpu = grp.cpu
     mem = grp.memory
@@ -49,6 +54,8 @@ def find_slot(
             if not node.ready or not node.fits_cpu_mem(cpu, mem):
                 continue
             if selector and not node.matches(selector):
+                continue
+            if blocked and node.name in blocked:
                 continue
             if not spread:
                 return (node, (), 1.0)
@@ -62,6 +69,8 @@ def find_slot(
         best_left = 2.0
         for node in pool.partial.values():
             if (selector and not node.matches(selector)) or not node.fits_cpu_mem(cpu, mem):
+                continue
+            if blocked and node.name in blocked:
                 continue
             for i, used in enumerate(node.dev_used):
                 if used > EPSILON and used + g <= 1.0 + EPSILON:
@@ -81,6 +90,8 @@ def find_slot(
         for node in buckets[b].values():
             if (selector and not node.matches(selector)) or not node.fits_cpu_mem(cpu, mem):
                 continue
+            if blocked and node.name in blocked:
+                continue
             devices = _free_devices(node, k)
             return (node, devices, g if g < 1.0 - EPSILON else 1.0)
     return None
@@ -92,9 +103,11 @@ def place_pods(
     w: WorkloadState,
     pool: PoolIndex,
     counts: dict[str, int],
+    holds: bool = True,
 ) -> bool:
     """Bind counts[group] more pods of each group of `w` in `pool`, all or nothing
-    (on failure the caller rolls the statement back to its mark)."""
+    (on failure the caller rolls the statement back to its mark). Nodes held for
+    another workload (PoolIndex.blocked_for) are passed over unless `holds` is False."""
     need = 0.0
     largest_whole = 0
     for grp in w.groups:
@@ -108,9 +121,10 @@ def place_pods(
     if largest_whole and largest_whole > pool.largest_free_whole():
         return False
     spread = session.placement_of(pool.name) == PLACEMENT_SPREAD
+    blocked = pool.blocked_for(w) if holds else None
     for grp in w.groups:
         for _ in range(counts.get(grp.name, 0)):
-            slot = find_slot(pool, grp, w.selector, spread)
+            slot = find_slot(pool, grp, w.selector, spread, blocked)
             if slot is None:
                 return False
             node, devices, fraction = slot

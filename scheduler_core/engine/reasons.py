@@ -108,3 +108,23 @@ def gave_up_pods(w: WorkloadState) -> str:
     in the same cycle."""
     cause = f" ({w.evict_reason})" if w.evict_reason else ""
     return f"it gave up pods this cycle{cause}"
+
+
+def _node_list(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def held_for_other(names: list[str], what: str, owner: str, gpus: float) -> str:
+    """Why a workload is kept off nodes held for the pending `what` (gang or workload)
+    `owner` of `gpus` GPUs (reserve_for_gangs)."""
+    held = f"held for {what} {owner} ({format_amount(gpus)} GPUs)"
+    if len(names) == 1:
+        return f"node {names[0]} is {held}, which waits for it to drain"
+    return f"nodes {_node_list(names)} are {held}, which waits for them to drain"
+
+
+def held_for_it(names: list[str]) -> str:
+    """What is held for a pending gang (reserve_for_gangs), added to why it waits."""
+    if len(names) == 1:
+        return f"node {names[0]} is held for it and drains as its running pods finish"
+    return f"nodes {_node_list(names)} are held for it and drain as their running pods finish"

@@ -81,6 +81,13 @@ class PoolConfig:
     reclaim_weighs_lost_work: likewise for reclaim: a queue takes back over-fairshare
     work from others only while what the evicted runs throw away is no more than the
     GPU-time the reclaiming workload has waited; the rest it waits for (off: KAI's).
+    reserve_for_gangs: when the first pending workload of a queue needing several GPUs
+    cannot be placed because the free GPUs are scattered over nodes (or, its queue
+    within its fairshare, because they are taken), the nodes likeliest to drain that
+    hold it are held for it: nothing else starts on them, so they drain as their pods
+    finish and it starts without moving anything (Slurm's backfill reservation,
+    without known run times; recomputed every cycle, see actions/reserve.py). Off:
+    KAI's behaviour.
     max_reclaims_per_cycle / max_preemptions_per_cycle: at most this many pending
     workloads start by reclaiming from other queues / by preempting lower-priority work
     of their own queue per cycle (None = no bound). Paces evictions and keeps a cycle
@@ -100,6 +107,7 @@ class PoolConfig:
     max_consolidation_evaluations: int = 100
     consolidation_weighs_lost_work: bool = False
     reclaim_weighs_lost_work: bool = False
+    reserve_for_gangs: bool = False
     max_reclaims_per_cycle: int | None = DEFAULT_MAX_RECLAIMS_PER_CYCLE
     max_preemptions_per_cycle: int | None = DEFAULT_MAX_PREEMPTIONS_PER_CYCLE
     min_guaranteed_runtime: float = 0.0

@@ -7,10 +7,12 @@ from __future__ import annotations
 from functools import partial
 
 from scheduler_core.engine.actions.common import (
+    fits_now,
     in_queue_order,
     quota_pools,
     try_start,
 )
+from scheduler_core.engine.actions.reserve import held_for_others, reserve
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
@@ -21,6 +23,7 @@ def allocate(session: Session) -> None:
     pools = quota_pools(session)
     if not pools:
         return
+    reserve(session)
     pending = session.pending_workloads()
     candidates = {w.id: session.candidate_pools(w) for w in pending}
     depth = max((len(c) for c in candidates.values()), default=0)
@@ -95,4 +98,8 @@ def _attempt(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
         stmt.commit()
         return
     stmt.discard()
+    held = held_for_others(pool, w) if pool.reserved else None
+    if held is not None and fits_now(session, pool, w, counts, holds=False):
+        session.set_reason(w, pool.name, "capacity", held)
+        return
     session.set_reason(w, pool.name, "capacity", describe_misfit(pool, w, counts))

@@ -25,6 +25,7 @@ from scheduler_core.engine.actions.common import (
     quota_pools,
 )
 from scheduler_core.engine.actions.reclaim_index import ReclaimEntry, ReclaimIndex, entry_seq
+from scheduler_core.engine.actions.reserve import waits_for_hold
 from scheduler_core.engine.decisions import EVICT_RECLAIM
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
@@ -135,6 +136,8 @@ def _attempt(
         return
     if w.pods and fits_now(session, pool, w, counts):
         return  # expand gives it its next pod without taking anything
+    if waits_for_hold(session, pool, w, counts):
+        return
     if session.over_fairshare(w.project, name, extra):
         session.add_reason(
             w, name, "fairshare", session.fairshare_blocked(w.project, "project", name, extra)

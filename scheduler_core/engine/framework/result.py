@@ -18,7 +18,7 @@ from scheduler_core.engine.decisions import (
     Shrink,
 )
 from scheduler_core.engine.plugins.priority import priority_order
-from scheduler_core.engine.reasons import below_pods
+from scheduler_core.engine.reasons import below_pods, held_for_it
 
 if TYPE_CHECKING:
     from scheduler_core.engine.framework.session import Session
@@ -77,6 +77,7 @@ def build_result(session: Session) -> CycleResult:
         if added:
             taking.append(Expand(w.id, tuple(added)))
     decisions = tuple(freeing + taking)
+    _note_holds(session)
     return CycleResult(
         now=session.now,
         decisions=decisions,
@@ -85,6 +86,21 @@ def build_result(session: Session) -> CycleResult:
         idle_gpus=sum(n.free_whole for n in session.nodes.values() if n.ready),
         not_growing=_not_growing(session),
     )
+
+
+def _note_holds(session: Session) -> None:
+    """Add to why each gang that nodes are held for (reserve_for_gangs) still waits
+    which nodes those are."""
+    for pool in session.pools.values():
+        held: dict[str, tuple[WorkloadState, list[str]]] = {}
+        for name, owner in pool.reserved.items():
+            if not owner.pods:
+                held.setdefault(owner.id, (owner, []))[1].append(name)
+        for owner, names in held.values():
+            current = session.reasons.get(owner.id, {}).get(pool.name)
+            if current is not None:
+                text = f"{current[1]}; {held_for_it(names)}"
+                session.set_reason(owner, pool.name, current[0], text)
 
 
 def _not_growing(session: Session) -> dict[str, tuple[str, str]]:

@@ -104,6 +104,7 @@ class PoolIndex:
         "ready_nodes",
         "reasons",
         "reasons_version",
+        "reserved",
         "selector_cache",
         "version",
     )
@@ -123,6 +124,8 @@ class PoolIndex:
         self.version = 0
         self.reasons: dict[tuple[object, ...], str] = {}
         self.reasons_version = 0
+        # node name -> the pending gang it is held for this cycle (reserve_for_gangs)
+        self.reserved: dict[str, WorkloadState] = {}
         g = c = m = 0.0
         for n in nodes:
             if n.state != NODE_DOWN:
@@ -156,6 +159,16 @@ class PoolIndex:
         if self.reasons_version == self.version:
             self.reasons[key] = text
         return text
+
+    def blocked_for(self, w: WorkloadState) -> set[str] | None:
+        """The nodes `w` may not take this cycle: those held for another pending gang
+        (see actions/reserve.py) that has not started; None when there are none."""
+        if not self.reserved:
+            return None
+        blocked = {
+            name for name, owner in self.reserved.items() if owner is not w and not owner.pods
+        }
+        return blocked or None
 
     def largest_free_whole(self) -> int:
         """The most wholly free devices on one ready node."""

@@ -399,7 +399,12 @@ POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Preemption", ("preemption", "min_guaranteed_runtime", "reclaim_weighs_lost_work")),
     (
         "Consolidation",
-        ("consolidation", "max_consolidation_evaluations", "consolidation_weighs_lost_work"),
+        (
+            "consolidation",
+            "max_consolidation_evaluations",
+            "consolidation_weighs_lost_work",
+            "reserve_for_gangs",
+        ),
     ),
     ("Pacing", ("max_reclaims_per_cycle", "max_preemptions_per_cycle")),
     (
@@ -427,6 +432,7 @@ class PoolSettingsForm(forms.Form):
         "max_consolidation_evaluations": "Moves evaluated per cycle",
         "consolidation_weighs_lost_work": "Weigh the work a move throws away against the wait",
         "reclaim_weighs_lost_work": "Weigh the work a reclaim throws away against the wait",
+        "reserve_for_gangs": "Hold draining nodes for a gang that does not fit",
         "max_reclaims_per_cycle": "Reclaims per cycle",
         "max_preemptions_per_cycle": "Priority preemptions per cycle",
         "over_quota_weight_from_quota": "Over-quota weight from the quota",

@@ -59,6 +59,11 @@ class PoolSettingsSerializer(StrictInputSerializer):
         "Move pods only while the work a move throws away is no more than the GPU-time the "
         "waiting job has waited (off: KAI's behaviour).",
     )
+    reserve_for_gangs = _setting(
+        "reserve_for_gangs",
+        "Hold the nodes likeliest to drain for a queue's first workload that does not fit for "
+        "fragmentation; other pods stay off them until it starts (off: KAI's behaviour).",
+    )
     reclaim_weighs_lost_work = _setting(
         "reclaim_weighs_lost_work",
         "Reclaim from other queues only while the work it throws away is no more than the "
@@ -131,6 +136,9 @@ class PoolSerializer(serializers.Serializer):
     )
     consolidation_weighs_lost_work = serializers.BooleanField(
         help_text="A move is made only while it throws away no more than the job has waited."
+    )
+    reserve_for_gangs = serializers.BooleanField(
+        help_text="Nodes are held for a queue's first workload that does not fit for fragmentation."
     )
     reclaim_weighs_lost_work = serializers.BooleanField(
         help_text="A reclaim is made only while it throws away no more than the queue has waited."

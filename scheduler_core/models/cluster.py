@@ -29,6 +29,11 @@ class NodePool(models.Model):
         help_text="Move running pods only while the work a move throws away is no more than "
         "the GPU-time the waiting job has waited.",
     )
+    reserve_for_gangs = models.BooleanField(
+        default=False,
+        help_text="Hold the nodes likeliest to drain for the first workload of a queue that "
+        "does not fit for fragmentation; others' pods stay off them until it starts.",
+    )
     reclaim_weighs_lost_work = models.BooleanField(
         default=False,
         help_text="Reclaim running work from other queues only while the work it throws away "

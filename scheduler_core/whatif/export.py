@@ -112,6 +112,7 @@ def _pool(pool: NodePool) -> dict[str, Any]:
         "max_consolidation_evaluations": pool.max_consolidation_evaluations,
         "consolidation_weighs_lost_work": pool.consolidation_weighs_lost_work,
         "reclaim_weighs_lost_work": pool.reclaim_weighs_lost_work,
+        "reserve_for_gangs": pool.reserve_for_gangs,
         "max_reclaims_per_cycle": pool.max_reclaims_per_cycle,
         "max_preemptions_per_cycle": pool.max_preemptions_per_cycle,
         "min_guaranteed_runtime": pool.min_guaranteed_runtime,

@@ -82,7 +82,12 @@ def test_system_admin_builds_a_pool(admin_api):
     assert node.status_code == 201 and node.json()["labels"] == {"zone": "eu"}
     updated = admin_api.patch(
         "/api/v1/pools/h100/",
-        {"fairshare_mode": "time_based", "time_based_k": 0.5, "reclaim_weighs_lost_work": True},
+        {
+            "fairshare_mode": "time_based",
+            "time_based_k": 0.5,
+            "reclaim_weighs_lost_work": True,
+            "reserve_for_gangs": True,
+        },
         format="json",
     ).json()
     assert (updated["fairshare_mode"], updated["node_count"], updated["gpu_count"]) == (
@@ -90,7 +95,8 @@ def test_system_admin_builds_a_pool(admin_api):
         1,
         8,
     )
-    assert updated["reclaim_weighs_lost_work"] and not updated["consolidation_weighs_lost_work"]
+    assert updated["reclaim_weighs_lost_work"] and updated["reserve_for_gangs"]
+    assert not updated["consolidation_weighs_lost_work"]
     assert admin_api.delete("/api/v1/nodes/h-1/").status_code == 204
     assert admin_api.delete("/api/v1/pools/h100/").status_code == 204
 

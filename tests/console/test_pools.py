@@ -20,6 +20,7 @@ POOL = {
     "max_preemptions_per_cycle": 10,
     "min_guaranteed_runtime": 600,
     "reclaim_weighs_lost_work": "on",
+    "reserve_for_gangs": "on",
     "fairshare_mode": "time_based",
     "time_based_window": 86400,
     "time_based_half_life": 3600,
@@ -50,7 +51,8 @@ def test_a_system_admin_creates_a_pool_and_a_node(client_for, cluster):
         "time_based",
         2,
     )
-    assert pool.reclaim_weighs_lost_work and not pool.consolidation_weighs_lost_work
+    assert pool.reclaim_weighs_lost_work and pool.reserve_for_gangs
+    assert not pool.consolidation_weighs_lost_work
 
     response = client.post(
         pool_url("node_create", pool),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 
+from django.contrib.staticfiles import finders
 from whitenoise.storage import CompressedManifestStaticFilesStorage
 
 logger = logging.getLogger(__name__)
@@ -30,8 +31,10 @@ class FairwayStaticFilesStorage(CompressedManifestStaticFilesStorage):
         try:
             return super().stored_name(name)
         except ValueError:
-            # Only a name missing from the manifest (or from STATIC_ROOT) lands here.
-            if not FairwayStaticFilesStorage._warned:
+            # Only a name missing from the manifest (or from STATIC_ROOT) lands here. WhiteNoise
+            # also asks for names that are no file at all (when it tells hashed names from
+            # plain ones): those are no sign of a missing collection.
+            if not FairwayStaticFilesStorage._warned and finders.find(name):
                 FairwayStaticFilesStorage._warned = True
                 logger.warning(
                     "static file %r is not collected: serving plain, uncompressed names; "

@@ -50,6 +50,25 @@ def attach_service_errors(
                 form.add_error(None, f"{key}: {message}")
 
 
+def json_field(
+    form: forms.Form, field: str, valid: Callable[[Any], bool], wrong: str
+) -> Any | None:
+    """The JSON typed into `field` of a cleaned form, or None when it is empty or bad (the
+    error, or `wrong` when `valid` turns the value down, is shown beside the field)."""
+    text = (form.cleaned_data.get(field) or "").strip()
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        form.add_error(field, f"not valid JSON: {exc.msg} (line {exc.lineno})")
+        return None
+    if not valid(value):
+        form.add_error(field, wrong)
+        return None
+    return value
+
+
 def parse_pairs(text: str, *, field: str) -> dict[str, str]:
     """`key=value` lines (or comma separated) into a dict."""
     pairs: dict[str, str] = {}
@@ -162,18 +181,13 @@ class SubmitForm(forms.Form):
             data["env_dict"] = parse_pairs(data.get("env", ""), field="env")
         except ValidationError as exc:
             attach_service_errors(self, exc)
-        groups_text = (data.get("groups") or "").strip()
-        data["groups_list"] = []
-        if groups_text:
-            try:
-                groups = json.loads(groups_text)
-            except json.JSONDecodeError as exc:
-                self.add_error("groups", f"not valid JSON: {exc.msg} (line {exc.lineno})")
-            else:
-                if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
-                    self.add_error("groups", "write a list of objects, one per pod group")
-                else:
-                    data["groups_list"] = groups
+        groups = json_field(
+            self,
+            "groups",
+            lambda v: isinstance(v, list) and all(isinstance(g, dict) for g in v),
+            "write a list of objects, one per pod group",
+        )
+        data["groups_list"] = groups or []
         pools, seen = [], set()
         for name in self.pool_field_names:
             pool = data.get(name)

@@ -10,7 +10,6 @@ admins see their departments' projects and only quota and weight rows.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from console.forms import json_field
 from scheduler_core import access
 from scheduler_core.engine.snapshot import FAIRSHARE_MODES, PLACEMENTS, POLICIES
 from scheduler_core.models import Department, Node, NodePool, Project
@@ -396,16 +396,10 @@ class SimulationForm(forms.Form):
                     self.add_error("scenario_file", "the file is not UTF-8 text")
         if data.get("source") == "scenario" and not (data.get("scenario_text") or "").strip():
             self.add_error("scenario_text", "upload a scenario file or paste one")
-        data["changes_dict"] = None
-        text = (data.get("changes") or "").strip()
-        if text:
-            try:
-                changes = json.loads(text)
-            except json.JSONDecodeError as exc:
-                self.add_error("changes", f"not valid JSON: {exc.msg} (line {exc.lineno})")
-            else:
-                if not isinstance(changes, dict):
-                    self.add_error("changes", 'write a JSON object, e.g. {"quotas": [...]}')
-                else:
-                    data["changes_dict"] = changes
+        data["changes_dict"] = json_field(
+            self,
+            "changes",
+            lambda v: isinstance(v, dict),
+            'write a JSON object, e.g. {"quotas": [...]}',
+        )
         return data

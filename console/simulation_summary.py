@@ -10,10 +10,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from scheduler_core.whatif.compare import GPU_EPSILON, PENDING_EPSILON
+from scheduler_core.whatif.compare import GPU_EPSILON, PENDING_EPSILON, duration_text
 
 GpuMove = tuple[str, float, float]
 """(project, mean GPUs before, mean GPUs after)."""
+
+COUNTED = (
+    ("preemptions", "preemption", "more", "fewer"),
+    (
+        "pending_at_end",
+        "workload",
+        "more still waiting at the end",
+        "fewer still waiting at the end",
+    ),
+)
+"""Cluster counts a comparison names when they change: (key, noun, more, fewer)."""
 
 
 def _gpus(value: float) -> str:
@@ -22,14 +33,6 @@ def _gpus(value: float) -> str:
 
 def _plural(count: float, noun: str) -> str:
     return f"{count:g} {noun}{'' if count == 1 else 's'}"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def gpu_moves_text(moves: Iterable[GpuMove]) -> str:
@@ -71,33 +74,17 @@ def comparison_text(comparison: dict[str, Any], *, subject: str = "With the chan
         sentences.append(f"{subject}, no project's mean GPUs move by more than {GPU_EPSILON:g}.")
     cluster = comparison.get("cluster") or {}
     extra = []
-    preemptions = cluster.get("preemptions")
-    if preemptions:
-        extra.append(
-            _count_change(
-                preemptions["baseline"],
-                preemptions["changed"],
-                "preemption",
-                more="more",
-                fewer="fewer",
+    for key, noun, more, fewer in COUNTED:
+        counts = cluster.get(key)
+        if counts:
+            extra.append(
+                _count_change(counts["baseline"], counts["changed"], noun, more=more, fewer=fewer)
             )
-        )
-    pending = cluster.get("pending_at_end")
-    if pending:
-        extra.append(
-            _count_change(
-                pending["baseline"],
-                pending["changed"],
-                "workload",
-                more="more still waiting at the end",
-                fewer="fewer still waiting at the end",
-            )
-        )
     for project, row in rows.items():
         wait = (row.get("mean_pending_seconds") or {}).get("delta", 0) or 0
         if abs(wait) >= PENDING_EPSILON:
             how = "longer" if wait > 0 else "less"
-            extra.append(f"{project}'s workloads wait {_duration(abs(wait))} {how} on average")
+            extra.append(f"{project}'s workloads wait {duration_text(abs(wait))} {how} on average")
     extra = [e for e in extra if e]
     if extra:
         sentences.append(

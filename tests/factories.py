@@ -109,3 +109,14 @@ def running_workload(proj: Project, nodes: list[Node], **kwargs: Any) -> Workloa
         )
         used[nd.pk] = start + count
     return w
+
+
+# A scenario file of one node, one project and one workload (what-if runs from a file).
+TINY_SCENARIO = """
+name: tiny
+nodes: [{name: n1, pool: default, gpus: 8}]
+departments: [{name: d, quota: {default: {gpus: 8}}}]
+projects: [{name: p, department: d, quota: {default: {gpus: 8}}}]
+workloads: [{name: w1, project: p, gpus: 4}]
+steps: [{at: 0}]
+"""

@@ -103,11 +103,10 @@ def place_pods(
     w: WorkloadState,
     pool: PoolIndex,
     counts: dict[str, int],
-    holds: bool = True,
 ) -> bool:
     """Bind counts[group] more pods of each group of `w` in `pool`, all or nothing
     (on failure the caller rolls the statement back to its mark). Nodes held for
-    another workload (PoolIndex.blocked_for) are passed over unless `holds` is False."""
+    another workload (PoolIndex.blocked_for) are passed over."""
     need = 0.0
     largest_whole = 0
     for grp in w.groups:
@@ -121,7 +120,7 @@ def place_pods(
     if largest_whole and largest_whole > pool.largest_free_whole():
         return False
     spread = session.placement_of(pool.name) == PLACEMENT_SPREAD
-    blocked = pool.blocked_for(w) if holds else None
+    blocked = pool.blocked_for(w)
     for grp in w.groups:
         for _ in range(counts.get(grp.name, 0)):
             slot = find_slot(pool, grp, w.selector, spread, blocked)

@@ -262,11 +262,14 @@ def _sentence(project: str, row: dict[str, Any]) -> str:
         parts.append(f"{abs(preemptions):g} {more} preemption{plural}")
     wait = row["mean_pending_seconds"]["delta"]
     if abs(wait) >= PENDING_EPSILON:
-        parts.append(f"waits {_duration(abs(wait))} {'longer' if wait > 0 else 'less'} on average")
+        parts.append(
+            f"waits {duration_text(abs(wait))} {'longer' if wait > 0 else 'less'} on average"
+        )
     return ", ".join(parts)
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """'45 s', '12 min' or '2.5 h'."""
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:

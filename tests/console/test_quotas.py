@@ -7,20 +7,7 @@ from django.urls import reverse
 
 from scheduler_core.models import Quota
 from tests import factories
-
-
-def row_url(name, kind, owner, pool):
-    return reverse(f"console:{name}", args=[kind, owner.pk, pool.pk])
-
-
-def row_data(kind, owner, pool, **values):
-    prefix = f"{kind}-{owner.pk}-{pool.pk}"
-    base = {"gpus": 8, "limit_gpus": ""}
-    base.update(values)
-    return {f"{prefix}-{k}": v for k, v in base.items()}
-
-
-HTMX = {"HTTP_HX_REQUEST": "true"}
+from tests.console.quota_rows import HTMX, row_data, row_url
 
 
 def test_admin_sees_every_department_and_project(client_for, cluster):

@@ -9,15 +9,7 @@ from django.urls import reverse
 
 from scheduler_core.choices import SimulationStatus
 from scheduler_core.models import Simulation
-
-SCENARIO = """
-name: tiny
-nodes: [{name: n1, pool: default, gpus: 8}]
-departments: [{name: d, quota: {default: {gpus: 8}}}]
-projects: [{name: p, department: d, quota: {default: {gpus: 8}}}]
-workloads: [{name: w1, project: p, gpus: 4}]
-steps: [{at: 0}]
-"""
+from tests.factories import TINY_SCENARIO
 
 
 def run(projects: dict[str, float]) -> dict:
@@ -88,7 +80,7 @@ def test_admin_starts_a_live_run_with_changes(client_for, cluster):
 def test_admin_uploads_a_scenario(client_for, cluster):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    upload = SimpleUploadedFile("tiny.yaml", SCENARIO.encode(), content_type="text/yaml")
+    upload = SimpleUploadedFile("tiny.yaml", TINY_SCENARIO.encode(), content_type="text/yaml")
     client_for("admin").post(
         reverse("console:simulations"),
         {"name": "tiny", "source": "scenario", "scenario_file": upload, "horizon": 600},
@@ -159,6 +151,12 @@ def test_compare_two_runs_side_by_side(client_for, finished):
     )
     assert "vision 8" in html and "vision 2" in html
     assert "+4.0" in html and "-6.0" in html
+    # in words who moves, and both charts have legends
+    assert (
+        "In vision 2, compared with vision 8, vision&#x27;s mean GPUs fall from 8.0 to 2.0; "
+        "nlp&#x27;s rise from 2.0 to 6.0." in html
+    )
+    assert html.count("data-chart-legend") == 2
 
 
 def test_compare_needs_two(client_for, finished):
@@ -174,18 +172,3 @@ def test_researchers_cannot_run_simulations(client_for, cluster, role):
     )
     assert response.status_code == 403
     assert not Simulation.objects.exists()
-
-
-def test_compare_says_in_words_who_moves_and_both_charts_have_legends(client_for, finished):
-    a = finished("vision 8", "admin", {"vision": 8, "nlp": 2})
-    b = finished("vision 2", "admin", {"vision": 2, "nlp": 6})
-    html = (
-        client_for("admin")
-        .get(reverse("console:simulation_compare") + f"?id={a.pk}&id={b.pk}")
-        .content.decode()
-    )
-    assert (
-        "In vision 2, compared with vision 8, vision&#x27;s mean GPUs fall from 8.0 to 2.0; "
-        "nlp&#x27;s rise from 2.0 to 6.0." in html
-    )
-    assert html.count("data-chart-legend") == 2

@@ -6,23 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.urls import reverse
 
 from scheduler_core.loop.cycle import run_cycle
 from scheduler_core.models import Quota, Workload
-
-HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-def row_url(name, kind, owner, pool):
-    return reverse(f"console:{name}", args=[kind, owner.pk, pool.pk])
-
-
-def row_data(kind, owner, pool, **values):
-    prefix = f"{kind}-{owner.pk}-{pool.pk}"
-    base = {"gpus": 8, "limit_gpus": ""}
-    base.update(values)
-    return {f"{prefix}-{k}": v for k, v in base.items()}
+from tests.console.quota_rows import HTMX, row_data, row_url
 
 
 def settle() -> None:

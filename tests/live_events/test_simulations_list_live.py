@@ -8,18 +8,10 @@ from channels.db import database_sync_to_async
 
 from scheduler_core.services.simulations import simulation_create
 from tests import factories
+from tests.factories import TINY_SCENARIO
 from tests.live_events.sockets import TIMEOUT, connect, run, subscribe
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-SCENARIO = """
-name: tiny
-nodes: [{name: n1, pool: default, gpus: 8}]
-departments: [{name: d, quota: {default: {gpus: 8}}}]
-projects: [{name: p, department: d, quota: {default: {gpus: 8}}}]
-workloads: [{name: w1, project: p, gpus: 4}]
-steps: [{at: 0}]
-"""
 
 
 @pytest.fixture(autouse=True)
@@ -40,7 +32,7 @@ def test_a_new_run_reaches_the_lists_of_those_who_may_see_it(cluster, open_socke
 
     def create():
         return simulation_create(
-            user=creator, name="secret plan", source="scenario", scenario_text=SCENARIO
+            user=creator, name="secret plan", source="scenario", scenario_text=TINY_SCENARIO
         )
 
     async def body():

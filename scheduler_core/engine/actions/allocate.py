@@ -7,12 +7,11 @@ from __future__ import annotations
 from functools import partial
 
 from scheduler_core.engine.actions.common import (
-    fits_now,
     in_queue_order,
     quota_pools,
     try_start,
 )
-from scheduler_core.engine.actions.reserve import held_for_others, reserve
+from scheduler_core.engine.actions.reserve import reserve, waits_for_hold
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
@@ -98,8 +97,6 @@ def _attempt(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
         stmt.commit()
         return
     stmt.discard()
-    held = held_for_others(pool, w) if pool.reserved else None
-    if held is not None and fits_now(session, pool, w, counts, holds=False):
-        session.set_reason(w, pool.name, "capacity", held)
+    if waits_for_hold(session, pool, w, counts):
         return
     session.set_reason(w, pool.name, "capacity", describe_misfit(pool, w, counts))

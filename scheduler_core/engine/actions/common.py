@@ -83,17 +83,10 @@ def ask_kind(w: WorkloadState) -> tuple[object, ...]:
     return (w.kind_key, next(iter(one)) if one else None)
 
 
-def fits_now(
-    session: Session,
-    pool: PoolIndex,
-    w: WorkloadState,
-    counts: dict[str, int],
-    holds: bool = True,
-) -> bool:
-    """Would `counts` more pods of `w` fit the free capacity as it is (nothing changes)?
-    `holds` False: nodes held for another workload count as free."""
+def fits_now(session: Session, pool: PoolIndex, w: WorkloadState, counts: dict[str, int]) -> bool:
+    """Would `counts` more pods of `w` fit the free capacity as it is (nothing changes)?"""
     stmt = session.statement()
-    fits = try_start(session, stmt, w, pool, counts, holds)
+    fits = try_start(session, stmt, w, pool, counts)
     stmt.discard()
     return fits
 
@@ -212,17 +205,11 @@ class Budget:
 
 
 def try_start(
-    session: Session,
-    stmt: Statement,
-    w: WorkloadState,
-    pool: PoolIndex,
-    counts: dict[str, int],
-    holds: bool = True,
+    session: Session, stmt: Statement, w: WorkloadState, pool: PoolIndex, counts: dict[str, int]
 ) -> bool:
-    """Place `counts` pods of `w` in `pool` within `stmt`; on failure nothing changes.
-    `holds` False: nodes held for another workload count as free (see place_pods)."""
+    """Place `counts` pods of `w` in `pool` within `stmt`; on failure nothing changes."""
     mark = stmt.mark()
-    if place_pods(session, stmt, w, pool, counts, holds):
+    if place_pods(session, stmt, w, pool, counts):
         return True
     stmt.rollback(mark)
     return False

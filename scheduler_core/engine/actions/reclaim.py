@@ -237,7 +237,8 @@ def _attempt(
                 protected.append((until, v))
                 return False
         if not math.isinf(allowance):
-            lost = _lost(session, step)
+            # a whole victim's run, or the run of the one pod an elastic one gives up
+            lost = lost_gpu_seconds(v.spec, session.now, freed[0])
             if spent[0] + lost > allowance + EPSILON:
                 costly.append((lost, v))
                 return False
@@ -303,15 +304,6 @@ def _attempt(
         )
     failed[sig] = (extra[0], reason)
     session.set_reason(w, name, *reason)
-
-
-def _lost(session: Session, step: VictimStep) -> float:
-    """GPU-seconds of work that evicting `step` (a whole victim, or one pod of an
-    elastic one) throws away."""
-    v = step.victim
-    if step.pod is None:
-        return lost_gpu_seconds(v.spec, session.now, step.freed()[0])
-    return step.freed()[0] * max(session.now - (v.spec.started_at or session.now), 0.0)
 
 
 def _too_costly(

@@ -158,7 +158,19 @@ def waits_for_hold(
     if not pool.reserved:
         return False
     held = held_for_others(pool, w)
-    if held is None or not fits_now(session, pool, w, counts, holds=False):
+    if held is None or not _fits_without_holds(session, pool, w, counts):
         return False
     session.set_reason(w, pool.name, "capacity", held)
     return True
+
+
+def _fits_without_holds(
+    session: Session, pool: PoolIndex, w: WorkloadState, counts: dict[str, int]
+) -> bool:
+    """Would `w` fit the free capacity if no node were held?"""
+    reserved = pool.reserved
+    pool.reserved = {}
+    try:
+        return fits_now(session, pool, w, counts)
+    finally:
+        pool.reserved = reserved

@@ -145,6 +145,37 @@ def run_cycle() -> Any:
     return backend(cycle)
 
 
+def settle() -> None:
+    """Scheduling cycles until one decides nothing."""
+    for _ in range(10):
+        if not run_cycle().outcome.applied:
+            return
+    raise AssertionError("the scheduler did not settle")
+
+
+def submit(cluster: dict[str, Any], project: str, name: str, gpus: int) -> None:
+    """`name` submitted by the admin to `project` (a key of the cluster fixture)."""
+    from scheduler_core.services.workloads import WorkloadRequest, workload_submit
+
+    request = WorkloadRequest(project=cluster[project], name=name, gpus=gpus)
+    backend(workload_submit, user=cluster["admin"], request=request)
+
+
+def fill_a100_with_nlp_waiting(cluster: dict[str, Any]) -> None:
+    """a100 (16 GPUs) full: vision 8, infra 8 (4 over its quota); nlp, with no quota
+    (nor its department), waits with 4 GPUs."""
+    from scheduler_core.models import Quota
+
+    backend(lambda: Quota.objects.filter(project=cluster["nlp"]).delete())
+    backend(lambda: Quota.objects.filter(department=cluster["dept"]).delete())
+    submit(cluster, "vision", "vision-train", 8)
+    submit(cluster, "infra", "infra-a", 4)
+    submit(cluster, "infra", "infra-b", 4)
+    settle()
+    submit(cluster, "nlp", "nlp-wait", 4)
+    settle()
+
+
 @pytest.fixture
 def live(live_url, browser_instance, transactional_db, settings):
     """A fresh cluster, and `live.page(user)` -> a Playwright page signed in as `user`."""

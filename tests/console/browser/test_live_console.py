@@ -11,6 +11,8 @@ from scheduler_core.models import Quota, Workload
 from scheduler_core.services.workloads import WorkloadRequest, workload_submit
 from tests.console.browser.conftest import backend, run_cycle
 
+SECONDS_AGO = re.compile(r"^\d+s ago$")
+
 
 def mark_no_reload(page) -> None:
     page.evaluate("window.__stillHere = true")
@@ -146,6 +148,13 @@ def test_events_feed_prepends_new_events(live, cluster):
     first = page.locator("#event-feed tr").first
     expect(first).to_contain_text("fresh")
     expect(first).to_contain_text("Submitted")
+    # it says how long ago it happened, and that time ticks, like the rows drawn at load
+    when = first.locator("time[data-reltime]")
+    expect(when).to_have_text(SECONDS_AGO)
+    assert when.get_attribute("title"), "the absolute time is kept in the title"
+    shown = when.text_content()
+    expect(when).not_to_have_text(shown)  # it ticks
+    expect(when).to_have_text(SECONDS_AGO)
 
 
 def test_after_a_drop_the_page_reconnects_and_resyncs(live, cluster):

@@ -6,35 +6,13 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from scheduler_core.models import Quota, Simulation
+from scheduler_core.models import Simulation
 from scheduler_core.services.simulations import simulation_create, simulation_run
-from scheduler_core.services.workloads import WorkloadRequest, workload_submit
-from tests.console.browser.conftest import backend, run_cycle
-
-
-def settle() -> None:
-    """Scheduling cycles until one decides nothing."""
-    for _ in range(10):
-        if not run_cycle().outcome.applied:
-            return
-    raise AssertionError("the scheduler did not settle")
-
-
-def submit(cluster, project: str, name: str, gpus: int) -> None:
-    request = WorkloadRequest(project=cluster[project], name=name, gpus=gpus)
-    backend(workload_submit, user=cluster["admin"], request=request)
+from tests.console.browser.conftest import backend, fill_a100_with_nlp_waiting
 
 
 def test_an_admin_picks_a_quota_change_and_reads_the_outcome(live, cluster, monkeypatch):
-    # a100 (16 GPUs) full: vision 8, infra 8 (4 over its quota); nlp has no quota and waits
-    backend(lambda: Quota.objects.filter(project=cluster["nlp"]).delete())
-    backend(lambda: Quota.objects.filter(department=cluster["dept"]).delete())
-    submit(cluster, "vision", "vision-train", 8)
-    submit(cluster, "infra", "infra-a", 4)
-    submit(cluster, "infra", "infra-b", 4)
-    settle()
-    submit(cluster, "nlp", "nlp-wait", 4)
-    settle()
+    fill_a100_with_nlp_waiting(cluster)
     # The run waits for a worker until the test plays the worker below.
     monkeypatch.setattr("scheduler_core.services.simulations._enqueue", lambda pk: None)
 

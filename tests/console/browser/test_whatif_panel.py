@@ -5,34 +5,12 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from scheduler_core.models import Quota, Workload
-from scheduler_core.services.workloads import WorkloadRequest, workload_submit
-from tests.console.browser.conftest import backend, run_cycle
-
-
-def settle() -> None:
-    """Scheduling cycles until one decides nothing."""
-    for _ in range(10):
-        if not run_cycle().outcome.applied:
-            return
-    raise AssertionError("the scheduler did not settle")
-
-
-def submit(cluster, project: str, name: str, gpus: int) -> None:
-    request = WorkloadRequest(project=cluster[project], name=name, gpus=gpus)
-    backend(workload_submit, user=cluster["admin"], request=request)
+from scheduler_core.models import Workload
+from tests.console.browser.conftest import fill_a100_with_nlp_waiting, settle
 
 
 def test_the_panel_names_the_workload_that_save_then_preempts(live, cluster):
-    # a100 (16 GPUs) full: vision 8, infra 8 (4 over its quota); nlp has no quota and waits
-    backend(lambda: Quota.objects.filter(project=cluster["nlp"]).delete())
-    backend(lambda: Quota.objects.filter(department=cluster["dept"]).delete())
-    submit(cluster, "vision", "vision-train", 8)
-    submit(cluster, "infra", "infra-a", 4)
-    submit(cluster, "infra", "infra-b", 4)
-    settle()
-    submit(cluster, "nlp", "nlp-wait", 4)
-    settle()
+    fill_a100_with_nlp_waiting(cluster)
     assert Workload.objects.get(name="infra-b").status == "running"
 
     page = live.page("admin")

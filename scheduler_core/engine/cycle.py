@@ -55,16 +55,23 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
     """The snapshot after applying `result`'s decisions (what the live system does in
     one transaction). Failed workloads leave the snapshot; started and moved ones get
     started_at = now (a move restarts the pods: the run since the last start is lost,
-    as after an eviction); fault evictions count a restart."""
+    as after an eviction) and started_cycle = the snapshot's cycle; fault evictions
+    count a restart. The snapshot returned is the next cycle's."""
     workloads: dict[str, WorkloadSpec] = {w.id: w for w in snapshot.workloads}
     now = snapshot.now
+    cycle = snapshot.cycle
     for d in result.decisions:
         w = workloads.get(d.workload)
         if w is None:
             continue
         if isinstance(d, Allocate):
             workloads[w.id] = dataclasses.replace(
-                w, status=STATUS_RUNNING, pods=d.pods, pool=d.pool, started_at=now
+                w,
+                status=STATUS_RUNNING,
+                pods=d.pods,
+                pool=d.pool,
+                started_at=now,
+                started_cycle=cycle,
             )
         elif isinstance(d, Evict):
             workloads[w.id] = dataclasses.replace(
@@ -78,7 +85,9 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
             )
         elif isinstance(d, Move):
             # its pods restart elsewhere, like the live apply step restarts the run
-            workloads[w.id] = dataclasses.replace(w, pods=d.pods, pool=d.pool, started_at=now)
+            workloads[w.id] = dataclasses.replace(
+                w, pods=d.pods, pool=d.pool, started_at=now, started_cycle=cycle
+            )
         elif isinstance(d, Shrink):
             left = list(w.pods)
             for pod in d.pods:
@@ -88,7 +97,7 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
             workloads[w.id] = dataclasses.replace(w, pods=w.pods + d.pods)
         elif isinstance(d, Fail):
             del workloads[w.id]
-    return dataclasses.replace(snapshot, workloads=tuple(workloads.values()))
+    return dataclasses.replace(snapshot, workloads=tuple(workloads.values()), cycle=cycle + 1)
 
 
 def _remove_pod(pods: list[PodPlacement], pod: PodPlacement) -> None:

@@ -100,6 +100,7 @@ class Simulation:
             queues=tuple(self.queues.values()),
             workloads=tuple(self.active.values()),
             usage=tuple(self.usage),
+            cycle=self.cycles,
         )
 
     # ------------------------------------------------------------ time

@@ -199,8 +199,9 @@ class WorkloadSpec:
     backoff_limit: restarts allowed after faults (None: faults are always retried).
     restarts: restarts so far. status: pending|running. pods: current placements (in
     group order). pool: the pool it runs in. started_at: when it (re)started.
-    pending_since: when it last went back to the queue after a run (None: it has waited
-    since submitted_at).
+    started_cycle: the ClusterSnapshot.cycle that (re)started it, which orders runs
+    started at the same `now`. pending_since: when it last went back to the queue after
+    a run (None: it has waited since submitted_at).
     """
 
     id: str
@@ -222,6 +223,7 @@ class WorkloadSpec:
     started_at: float | None = None
     name: str = ""
     pending_since: float | None = None
+    started_cycle: int = 0
 
     @property
     def display_name(self) -> str:
@@ -252,7 +254,10 @@ class UsageRecord:
 class ClusterSnapshot:
     """Everything a cycle needs, frozen: the time `now`, pools, nodes, queues
     (departments and projects), active workloads and historical usage. `plugins` names
-    the plugins to enable (None = the default set, see plugins.DEFAULT_PLUGINS)."""
+    the plugins to enable (None = the default set, see plugins.DEFAULT_PLUGINS).
+    `cycle` counts the cycles applied before this one: a simulation's clock stands
+    still between the cycles of one step, and a run started in a later cycle is still
+    the more recent one (live, `now` always moves and `cycle` stays 0)."""
 
     now: float
     pools: tuple[PoolConfig, ...]
@@ -261,3 +266,4 @@ class ClusterSnapshot:
     workloads: tuple[WorkloadSpec, ...]
     usage: tuple[UsageRecord, ...] = ()
     plugins: tuple[str, ...] | None = None
+    cycle: int = 0

@@ -22,7 +22,8 @@ def priority_order(w: WorkloadState) -> tuple[float, ...]:
 @register
 class PriorityPlugin(Plugin):
     """Job order: priority_order. Victim order: lowest priority first, then the most
-    recently started (least work lost)."""
+    recently started (least work lost; a run started in this cycle, or in a later
+    cycle at the same time, counts as the more recent)."""
 
     name = "priority"
 
@@ -30,5 +31,9 @@ class PriorityPlugin(Plugin):
         return priority_order(w)
 
     def victim_order_key(self, session: Session, w: WorkloadState) -> tuple[float, ...]:
-        started = w.spec.started_at if w.spec.started_at is not None else session.now
-        return (w.priority, -started, -w.spec.submitted_at, -w.spec.creation_order)
+        spec = w.spec
+        if spec.started_at is None:  # started in this cycle
+            started, cycle = session.now, session.snapshot.cycle
+        else:
+            started, cycle = spec.started_at, spec.started_cycle
+        return (w.priority, -started, -cycle, -spec.submitted_at, -spec.creation_order)

@@ -84,3 +84,27 @@ def test_a_gang_of_several_pods_holds_several_nodes() -> None:
     assert "nodes n3 and n2 are held for it" in result.pending["gang"].reason
     # "small" fits n1 only, which is not held
     assert _started(result) == {"small": ["n1"]}
+
+
+def test_priority_preemption_evicts_its_own_queues_lower_priority_work_not_the_hold() -> None:
+    # n2 is held for a's gang "big" (6 GPUs; 7 are free, but scattered). b's "urgent"
+    # would fit n2's 4 free GPUs, which are held; it does not wait for the hold (the
+    # gang will fill n2), nor is it placed there: it preempts b's own "low" on n3
+    nodes = [node("n1", 8), node("n2", 8), node("n3", 8)]
+    queues = [dept("org", 24), project("a", gpus=16), project("b", gpus=8)]
+    work = [
+        workload("old", "a", gpus=6, running_on=["n1"], started_at=0.0),
+        workload("young", "a", gpus=4, running_on=["n2"], started_at=NOW - 60),
+        workload("low", "b", gpus=7, running_on=["n3"], started_at=NOW - 3600, priority=10),
+        workload("big", "a", gpus=6, submitted_at=NOW - 600),
+        workload("urgent", "b", gpus=3, submitted_at=NOW - 300, priority=100),
+    ]
+    result = run_cycle(snapshot(nodes, queues, work, HOLDS, now=NOW))
+    evicted = {d.workload: d.reason for d in result.decisions if isinstance(d, Evict)}
+    assert evicted == {"low": "preempted by higher-priority urgent (priority 100)"}
+    assert _started(result) == {"urgent": ["n3"]}
+    assert "node n2 is held for it" in result.pending["big"].reason
+    # without holds it takes n2's free GPUs and preempts nothing
+    result = run_cycle(snapshot(nodes, queues, work, NO_HOLDS, now=NOW))
+    assert _started(result)["urgent"] == ["n2"]
+    assert not [d for d in result.decisions if isinstance(d, Evict) and d.by == "urgent"]

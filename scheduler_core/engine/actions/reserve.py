@@ -11,8 +11,11 @@ passes them over: PoolIndex.blocked_for), so they drain as their pods finish and
 starts there without moving or evicting anything (consolidation and reclaim may still
 start it sooner). A workload kept off them that would fit the free GPUs with them
 waits for the gang rather than reclaim room elsewhere (waits_for_hold): the room comes
-back once the gang starts. The engine keeps no state between cycles: the holds are
-chosen again every cycle, and since held nodes only drain, the same choice comes back."""
+back once the gang starts. Priority preemption does not wait: a more important workload
+evicts its own queue's less important work elsewhere (never on held nodes) rather than
+wait behind another queue's gang. The engine keeps no state between cycles: the holds
+are chosen again every cycle, and since held nodes only drain, the same choice comes
+back."""
 
 from __future__ import annotations
 

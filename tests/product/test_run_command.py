@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -51,6 +52,14 @@ def test_run_starts_and_stops_the_whole_product(tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
     )
+    lines: list[str] = []
+
+    def read_output() -> None:
+        for line in proc.stdout:
+            lines.append(line)
+
+    reader = threading.Thread(target=read_output, daemon=True)
+    reader.start()
     try:
         deadline = time.monotonic() + 60
         status = None
@@ -62,9 +71,14 @@ def test_run_starts_and_stops_the_whole_product(tmp_path):
                 time.sleep(0.3)
         assert status == 200, "console login page did not answer"
         assert get(f"http://127.0.0.1:{port}/admin/login/")[0] == 200
+        # the banner comes once the web server answers and the local agent has started
+        while time.monotonic() < deadline and not any("Fairway is running" in x for x in lines):
+            time.sleep(0.2)
     finally:
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
+        reader.join(timeout=10)
+    out = "".join(lines)
     assert proc.returncode == 0, out
     assert "embedded Redis" in out
     assert "Fairway is running" in out

@@ -219,7 +219,8 @@ def _attempt(
     # in a pool that weighs lost work, the runs evicted may throw away no more GPU-time
     # than the reclaiming queue's waiting workloads have waited (see reclaim)
     allowance = waited.get(w.project, 0.0) if pool.config.reclaim_weighs_lost_work else math.inf
-    spent = [0.0]
+    spent = [0.0]  # counting every victim taken so far, also those put back later
+    charged: list[tuple[VictimStep, float]] = []
     costly: list[tuple[float, WorkloadState]] = []
 
     def allowed(step: VictimStep) -> bool:
@@ -243,6 +244,7 @@ def _attempt(
                 costly.append((lost, v))
                 return False
             spent[0] += lost
+            charged.append((step, lost))
         note = session.straddle_reason(v.project, "project", name, given)
         if note is None and other_department:
             note = session.straddle_reason(v.department, "department", name, given)
@@ -275,9 +277,11 @@ def _attempt(
         stmt.commit()
         budget.use()
         if w.project in waited:
-            # what this reclaim threw away, and the wait of the workload it started, are
-            # paid: the queue's later workloads this cycle weigh only what is left
-            paid = spent[0] + waited_gpu_seconds(w.spec, extra[0], session.now)
+            # what this reclaim threw away (victims put back lost nothing), and the wait
+            # of the workload it started, are paid: the queue's later workloads this
+            # cycle weigh only what is left
+            thrown = sum(lost for step, lost in charged if _stopped(step))
+            paid = thrown + waited_gpu_seconds(w.spec, extra[0], session.now)
             waited[w.project] = max(waited[w.project] - paid, 0.0)
         return
     stmt.discard()
@@ -304,6 +308,13 @@ def _attempt(
         )
     failed[sig] = (extra[0], reason)
     session.set_reason(w, name, *reason)
+
+
+def _stopped(step: VictimStep) -> bool:
+    """Did the run `step` took stay stopped (free_and_place puts back victims it turned
+    out not to need)?"""
+    pods = step.victim.pods
+    return not pods if step.pod is None else step.pod not in pods
 
 
 def _too_costly(

@@ -189,11 +189,14 @@ if REDIS_URL:
                 "hosts": [
                     {
                         "address": REDIS_URL,
-                        # The layer waits for messages with a blocking read of
-                        # `brpop_timeout` (5 s); redis-py's default socket timeout is also
-                        # 5 s, so an idle socket's read timed out first and closed every
-                        # idle websocket (1011). Read longer than the layer blocks.
-                        "socket_timeout": 15,
+                        # No socket timeout. redis-py's default (5 s) equals the layer's
+                        # blocking read (`brpop_timeout`), so an idle socket's read timed
+                        # out first and closed every idle websocket (1011). And with any
+                        # socket timeout redis-py sends through asyncio.wait_for, which on
+                        # Python 3.11 may swallow the cancellation of a closing websocket's
+                        # receive: it then never ended. TCP keepalive (redis-py's default)
+                        # finds a dead connection instead.
+                        "socket_timeout": None,
                         "socket_connect_timeout": 5,
                     }
                 ],

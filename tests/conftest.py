@@ -9,6 +9,8 @@ from scheduler_core.loop.tasks import run_cycle_task
 from scheduler_core.services.workloads import WorkloadRequest, workload_submit
 from tests import factories
 
+pytest_plugins = ["tests.exit_watchdog"]
+
 
 @pytest.fixture(autouse=True)
 def _no_autorun_cycles(settings):

@@ -11,7 +11,7 @@ from django.db import connection
 from scheduler_core.choices import WorkloadStatus
 from scheduler_core.models import Workload
 from scheduler_core.services.tokens import token_create
-from tests.loop.workers import test_database_url, wait_for
+from tests.loop.workers import wait_for, worker_database_url
 from tests.product.processes import Product, free_port, services
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
@@ -34,7 +34,7 @@ def test_a_redis_outage_neither_kills_the_worker_nor_loses_a_write(cluster, sett
     product = Product(
         "--web-concurrency", "1",
         env={
-            "DATABASE_URL": test_database_url(),
+            "DATABASE_URL": worker_database_url(),
             "REDIS_URL": redis_url,
             "SCHEDULER_KEY_PREFIX": django_settings.SCHEDULER_KEY_PREFIX,
             "SCHEDULER_BEAT_INTERVAL": "1",

@@ -16,7 +16,7 @@ from django.db import connection
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_database_url() -> str:
+def worker_database_url() -> str:
     """A URL of the test database this process uses (PostgreSQL)."""
     s = connection.settings_dict
     auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
@@ -31,7 +31,7 @@ class Worker:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings_test",  # reads SCHEDULER_CYCLE_PAUSES
-            "DATABASE_URL": test_database_url(),
+            "DATABASE_URL": worker_database_url(),
             "SCHEDULER_CYCLE_QUEUE": queue,
             "SCHEDULER_KEY_PREFIX": key_prefix,
             "SCHEDULER_CYCLE_PAUSES": pauses,

@@ -248,29 +248,33 @@ class Simulation:
     # ------------------------------------------------------------ scheduling
     def schedule(self, max_cycles: int = MAX_CYCLES) -> CycleResult:
         """Run cycles until nothing changes, applying each and recording events."""
-        result = run_cycle(self.snapshot())
-        self.cycles += 1
+        snapshot, result = self._run_cycle()
         for _ in range(max_cycles):
             if not result.changed:
                 break
-            self._apply(result)
-            result = run_cycle(self.snapshot())
-            self.cycles += 1
+            self._apply(snapshot, result)
+            snapshot, result = self._run_cycle()
         self.last_result = result
         return result
 
     def cycle_once(self) -> CycleResult:
         """Run exactly one cycle and apply it (a periodic scheduler's tick)."""
-        result = run_cycle(self.snapshot())
-        self.cycles += 1
+        snapshot, result = self._run_cycle()
         if result.changed:
-            self._apply(result)
+            self._apply(snapshot, result)
         self.last_result = result
         return result
 
-    def _apply(self, result: CycleResult) -> None:
+    def _run_cycle(self) -> tuple[ClusterSnapshot, CycleResult]:
+        snapshot = self.snapshot()
+        self.cycles += 1
+        return snapshot, run_cycle(snapshot)
+
+    def _apply(self, snapshot: ClusterSnapshot, result: CycleResult) -> None:
+        """Apply `result` to the `snapshot` it was decided on (runs it started get that
+        snapshot's cycle)."""
         self._record(result)
-        snap = apply_result(self.snapshot(), result)
+        snap = apply_result(snapshot, result)
         self.active = {w.id: w for w in snap.workloads}
         for d in result.decisions:
             if isinstance(d, Fail):

@@ -12,6 +12,8 @@ its queue's deserved quota (FORMAT.md: protected), so the gang waits."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from scheduler_core.engine import (
@@ -21,6 +23,7 @@ from scheduler_core.engine import (
     WorkloadSpec,
     run_until_stable,
 )
+from scheduler_core.engine.simulation import Simulation
 from tests.engine.factories import dept, node, project, snapshot
 
 
@@ -97,3 +100,26 @@ def test_an_elastic_pod_and_a_straddling_gang_do_not_reclaim_each_other_forever(
     snap = snapshot(nodes, queues, work, [PoolConfig(name="default", consolidation=False)])
     _, results = run_until_stable(snap)
     assert not results[-1].changed
+
+
+def test_a_simulation_marks_each_run_with_the_cycle_that_started_it() -> None:
+    """The simulation's steps order runs as run_until_stable does: a run started in
+    the n-th cycle of an instant carries that cycle (not the next one's number, which
+    would tie it with the runs of that next cycle)."""
+    nodes, queues = [node("n1", 8)], [dept("org", 8), project("p", gpus=8)]
+    first = WorkloadSpec(id="w1", project="p", groups=(PodGroupSpec(request=Resources(4)),))
+    sim = Simulation(
+        pools=snapshot(nodes, queues, []).pools,
+        nodes={n.name: n for n in nodes},
+        queues={q.name: q for q in queues},
+        active={},
+        durations={},
+        now=0.0,
+    )
+    sim.submit(first, None)
+    sim.schedule()  # cycle 0 starts it, cycle 1 decides nothing
+    sim.submit(dataclasses.replace(first, id="w2", creation_order=1), None)
+    sim.schedule()  # cycle 2 starts the second one
+    assert {w.id: w.started_cycle for w in sim.active.values()} == {"w1": 0, "w2": 2}
+    final, _ = run_until_stable(snapshot(nodes, queues, [first]))
+    assert [w.started_cycle for w in final.workloads] == [0]

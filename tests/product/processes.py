@@ -33,15 +33,19 @@ def services(*args: str, run_dir: Path, **ports: int) -> dict[str, str]:
 
 
 class Product:
-    """`manage.py run` on a free port with `env` added to this process's environment."""
+    """`manage.py run` on a free port with `env` added to this process's environment
+    (less the variables named in `unset`)."""
 
-    def __init__(self, *args: str, env: dict[str, str], var_dir: Path) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str], var_dir: Path, unset: tuple[str, ...] = ()
+    ) -> None:
         self.port = free_port()
         self.lines: list[str] = []
+        inherited = {k: v for k, v in os.environ.items() if k not in unset}
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "run", "--port", str(self.port), *args],
             cwd=ROOT,
-            env={**os.environ, "FAIRWAY_VAR_DIR": str(var_dir), "PYTHONUNBUFFERED": "1", **env},
+            env={**inherited, "FAIRWAY_VAR_DIR": str(var_dir), "PYTHONUNBUFFERED": "1", **env},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -6,20 +6,16 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
 import urllib.request
 
 import pytest
 from django.conf import settings
 
+from tests.product.processes import Product
+
 pytestmark = pytest.mark.slow
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+EXTERNAL = ("DATABASE_URL", "REDIS_URL")  # without them: SQLite and the embedded Redis
 
 
 def get(url: str) -> tuple[int, str]:
@@ -31,7 +27,7 @@ def get(url: str) -> tuple[int, str]:
 
 
 def test_run_starts_and_stops_the_whole_product(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env = {k: v for k, v in os.environ.items() if k not in EXTERNAL}
     env["FAIRWAY_VAR_DIR"] = str(tmp_path)
     manage = [sys.executable, "manage.py"]
     cwd = settings.BASE_DIR
@@ -43,42 +39,17 @@ def test_run_starts_and_stops_the_whole_product(tmp_path):
         check=True,
         capture_output=True,
     )
-    port = free_port()
-    proc = subprocess.Popen(
-        [*manage, "run", "--port", str(port)],
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-
-    def read_output() -> None:
-        for line in proc.stdout:
-            lines.append(line)
-
-    reader = threading.Thread(target=read_output, daemon=True)
-    reader.start()
+    product = Product(env={}, var_dir=tmp_path, unset=EXTERNAL)
+    port, proc = product.port, product.process
     try:
-        deadline = time.monotonic() + 60
-        status = None
-        while time.monotonic() < deadline:
-            try:
-                status, _ = get(f"http://127.0.0.1:{port}/login/")
-                break
-            except OSError:
-                time.sleep(0.3)
-        assert status == 200, "console login page did not answer"
-        assert get(f"http://127.0.0.1:{port}/admin/login/")[0] == 200
         # the banner comes once the web server answers and the local agent has started
-        while time.monotonic() < deadline and not any("Fairway is running" in x for x in lines):
-            time.sleep(0.2)
+        product.wait_serving(timeout=60)
+        assert get(f"http://127.0.0.1:{port}/login/")[0] == 200
+        assert get(f"http://127.0.0.1:{port}/admin/login/")[0] == 200
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
-        reader.join(timeout=10)
-    out = "".join(lines)
+    out = product.output
     assert proc.returncode == 0, out
     assert "embedded Redis" in out
     assert "Fairway is running" in out

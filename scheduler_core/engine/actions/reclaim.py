@@ -219,7 +219,7 @@ def _attempt(
     # in a pool that weighs lost work, the runs evicted may throw away no more GPU-time
     # than the reclaiming queue's waiting workloads have waited (see reclaim)
     allowance = waited.get(w.project, 0.0) if pool.config.reclaim_weighs_lost_work else math.inf
-    spent = [0.0]  # counting every victim taken so far, also those put back later
+    # the runs taken so far and what each throws away (also those put back later)
     charged: list[tuple[VictimStep, float]] = []
     costly: list[tuple[float, WorkloadState]] = []
 
@@ -240,10 +240,9 @@ def _attempt(
         if not math.isinf(allowance):
             # a whole victim's run, or the run of the one pod an elastic one gives up
             lost = lost_gpu_seconds(v.spec, session.now, freed[0])
-            if spent[0] + lost > allowance + EPSILON:
+            if sum(c for _, c in charged) + lost > allowance + EPSILON:
                 costly.append((lost, v))
                 return False
-            spent[0] += lost
             charged.append((step, lost))
         note = session.straddle_reason(v.project, "project", name, given)
         if note is None and other_department:

@@ -68,6 +68,42 @@ def test_reclaim_spares_a_long_run_when_a_young_one_frees_the_same_gpus() -> Non
     assert "long" not in evicted and evicted
 
 
+def test_a_pod_as_wide_as_the_job_s_is_not_moved_for_it() -> None:
+    # "wide" is the youngest run, but wherever its 8 GPUs could go, "big" could have gone
+    # itself: moving it only swaps the two. Moving "small1" onto n3's free half makes n2
+    # whole, and that is the only move
+    now = 36_000.0
+    nodes = [node("n1", 8), node("n2", 8), node("n3", 8)]
+    queues = [dept("org", 24), project("p", gpus=24)]
+    work = [
+        workload("wide", gpus=8, running_on=["n1"], started_at=now - 60),
+        workload("small1", gpus=4, running_on=["n2"], started_at=now - 600),
+        workload("small2", gpus=4, running_on=["n3"], started_at=now - 3600),
+        workload("big", gpus=8, submitted_at=now - 3600),
+    ]
+    result = run_cycle(snapshot(nodes, queues, work, WEIGHS, now=now))
+    assert _moved(result) == ["small1"]
+    assert "big" not in result.pending
+
+
+def test_a_workload_whose_room_the_job_did_not_take_stays_where_it_was() -> None:
+    # making room for "big" (3 GPUs) takes "w3" and "w4" off their nodes; "big" lands on
+    # n2 and "w3" moves to n3, so "w4" can stay on n3 and keeps its run
+    now = 36_000.0
+    nodes = [node("n1", 4), node("n2", 4), node("n3", 4)]
+    queues = [dept("org", 12), project("p", gpus=12)]
+    work = [
+        workload("w1", gpus=3, running_on=["n1"], started_at=now - 3600),
+        workload("w2", gpus=1, running_on=["n2"], started_at=now - 1800),
+        workload("w3", gpus=2, running_on=["n2"], started_at=now - 60),
+        workload("w4", gpus=2, running_on=["n3"], started_at=now - 60),
+        workload("big", gpus=3, submitted_at=now - 7200),
+    ]
+    result = run_cycle(snapshot(nodes, queues, work, WEIGHS, now=now))
+    assert _moved(result) == ["w3"]
+    assert "big" not in result.pending
+
+
 def test_a_moved_workload_restarts_and_its_event_says_what_was_lost() -> None:
     work = [
         workload("t1", gpus=2, running_on=["n1"], started_at=0.0),

@@ -5,7 +5,9 @@ and commit only if the pending one and every moved workload are placed at once.
 A move restarts the moved pods, so it throws their run so far away. In a pool that
 weighs it (`consolidation_weighs_lost_work`), the workloads that lose least are moved
 first, and a move is made only while the work it throws away is no more than the
-GPU-time the job has waited (lost_work.move_is_worth_it). Otherwise (KAI's behaviour,
+GPU-time the job has waited (lost_work.move_is_worth_it); a workload with a pod as wide
+as the job's widest is never moved (wherever that pod could go, the job's could have
+gone), and one whose room the job did not take stays where it was. Otherwise (KAI's behaviour,
 FORMAT.md's default) nodes closest to having room and smaller workloads go first, and a
 move costs nothing to the decision."""
 
@@ -22,9 +24,11 @@ from scheduler_core.engine.actions.common import (
 )
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
+from scheduler_core.engine.framework.statement import Statement
 from scheduler_core.engine.lost_work import lost_gpu_seconds, move_is_worth_it, waited_gpu_seconds
 from scheduler_core.engine.placement import place_pods
 from scheduler_core.engine.resources import EPSILON
+from scheduler_core.engine.snapshot import PodPlacement
 
 
 def consolidate(session: Session) -> None:
@@ -55,8 +59,9 @@ def _victim_groups(
     """Per node, the movable workloads that must leave it so that it has `widest` whole
     GPUs free. Weighing lost work (`allowance` finite): those that lose least first (then
     smaller ones), nodes whose group loses least first (then those closest to having
-    room), and a workload whose move alone would lose more than `allowance` GPU-seconds
-    stays. Otherwise: smaller ones first, nodes closest to having room first."""
+    room), and a workload stays whose move alone would lose more than `allowance`
+    GPU-seconds or which has a pod here as wide as the job's widest (see _as_wide).
+    Otherwise: smaller ones first, nodes closest to having room first."""
     weigh = not math.isinf(allowance)
     nodes = sorted(
         (n for n in pool.nodes if n.ready and n.workloads and n.gpus >= widest),
@@ -78,6 +83,8 @@ def _victim_groups(
                 break
             if v.id in seen or v is job or not v.preemptible or v.pool != pool.name:
                 continue
+            if weigh and _as_wide(v, node.name, widest):
+                continue
             if not move_is_worth_it(lost, allowance):
                 continue
             if any(session.nodes[p.node].state != "ready" for p in v.pods):
@@ -95,6 +102,15 @@ def _victim_groups(
     if weigh:
         groups.sort(key=lambda t: (t[0], t[1]))
     return [group for _, _, group in groups]
+
+
+def _as_wide(v: WorkloadState, node: str, widest: int) -> bool:
+    """Does `v` have a pod on `node` at least as wide as the job's widest pod? Moving
+    it frees no room the job could not have used directly: wherever the pod can go, the
+    job's pod could have gone."""
+    return widest > 1 and any(
+        p.node == node and p.gpu_fraction >= 1.0 and len(p.devices) >= widest for p in v.pods
+    )
 
 
 def _slots_suffice(pool: PoolIndex, widths: list[int], freed: dict[str, int]) -> bool:
@@ -178,12 +194,12 @@ def _attempt(
                 stmt.unbind(v, pod)
         ok = try_start(session, stmt, job, pool, counts)
         if ok:
-            for v in sorted(
-                chosen, key=lambda x: (-sum(before[x.id][1].values()), x.spec.creation_order)
-            ):
-                if not place_pods(session, stmt, v, pool, before[v.id][1]):
-                    ok = False
-                    break
+            placed = stmt.mark()
+            weigh = not math.isinf(allowance)
+            ok = _place_again(session, stmt, pool, chosen, before, stay_first=weigh)
+            if weigh and not ok:  # staying put took room another one needed
+                stmt.rollback(placed)
+                ok = _place_again(session, stmt, pool, chosen, before, stay_first=False)
         if not ok:
             stmt.discard()
             continue
@@ -199,3 +215,54 @@ def _attempt(
         stmt.commit()
         return
     failed.add(shape)
+
+
+def _place_again(
+    session: Session,
+    stmt: Statement,
+    pool: PoolIndex,
+    chosen: list[WorkloadState],
+    before: dict[str, tuple[tuple[PodPlacement, ...], dict[str, int]]],
+    *,
+    stay_first: bool,
+) -> bool:
+    """Place the workloads taken off their nodes again, once the job is placed, larger
+    ones first. With `stay_first` (a pool that weighs lost work), those whose own
+    devices the job left free first go back where they were, those that lose most
+    first: they were taken off in case their room was needed, it was not, and they are
+    not moved (nor restarted)."""
+    rest = chosen
+    if stay_first:
+        rest = []
+        for v in sorted(chosen, key=lambda x: (-_lost(session, x), x.spec.creation_order)):
+            pods = before[v.id][0]
+            if _room_for(session, v, pods):
+                for pod in pods:
+                    stmt.bind(v, pod)
+            else:
+                rest.append(v)
+    for v in sorted(rest, key=lambda x: (-sum(before[x.id][1].values()), x.spec.creation_order)):
+        if not place_pods(session, stmt, v, pool, before[v.id][1]):
+            return False
+    return True
+
+
+def _room_for(session: Session, w: WorkloadState, pods: tuple[PodPlacement, ...]) -> bool:
+    """Is there room for `pods` of `w` exactly where they are placed (devices, CPU and
+    memory of their nodes)?"""
+    use: dict[str, list[float]] = {}
+    devices: dict[tuple[str, int], float] = {}
+    for pod in pods:
+        node = session.nodes[pod.node]
+        if not node.ready:
+            return False
+        grp = w.group(pod.group)
+        total = use.setdefault(pod.node, [0.0, 0.0])
+        total[0] += grp.cpu
+        total[1] += grp.memory
+        for d in pod.devices:
+            key = (pod.node, d)
+            devices[key] = devices.get(key, node.dev_used[d]) + pod.gpu_fraction
+            if devices[key] > 1.0 + EPSILON:
+                return False
+    return all(session.nodes[n].fits_cpu_mem(c, m) for n, (c, m) in use.items())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler_core.engine import Evict, Move, PoolConfig, run_cycle
+from scheduler_core.engine import CycleResult, Evict, Move, PoolConfig, WorkloadSpec, run_cycle
 from scheduler_core.engine.simulation import Simulation
 from tests.engine.factories import dept, node, project, snapshot, workload
 
@@ -68,20 +68,26 @@ def test_reclaim_spares_a_long_run_when_a_young_one_frees_the_same_gpus() -> Non
     assert "long" not in evicted and evicted
 
 
+def _weighed_cycle_on_three_nodes(gpus: int, work: list[WorkloadSpec], now: float) -> CycleResult:
+    """One cycle, in a pool that weighs moves, on nodes n1-n3 of `gpus` GPUs each, for
+    one project that may use all of them."""
+    nodes = [node(f"n{i}", gpus) for i in (1, 2, 3)]
+    queues = [dept("org", 3 * gpus), project("p", gpus=3 * gpus)]
+    return run_cycle(snapshot(nodes, queues, work, WEIGHS, now=now))
+
+
 def test_a_pod_as_wide_as_the_job_s_is_not_moved_for_it() -> None:
     # "wide" is the youngest run, but wherever its 8 GPUs could go, "big" could have gone
     # itself: moving it only swaps the two. Moving "small1" onto n3's free half makes n2
     # whole, and that is the only move
     now = 36_000.0
-    nodes = [node("n1", 8), node("n2", 8), node("n3", 8)]
-    queues = [dept("org", 24), project("p", gpus=24)]
     work = [
         workload("wide", gpus=8, running_on=["n1"], started_at=now - 60),
         workload("small1", gpus=4, running_on=["n2"], started_at=now - 600),
         workload("small2", gpus=4, running_on=["n3"], started_at=now - 3600),
         workload("big", gpus=8, submitted_at=now - 3600),
     ]
-    result = run_cycle(snapshot(nodes, queues, work, WEIGHS, now=now))
+    result = _weighed_cycle_on_three_nodes(8, work, now)
     assert _moved(result) == ["small1"]
     assert "big" not in result.pending
 
@@ -90,8 +96,6 @@ def test_a_workload_whose_room_the_job_did_not_take_stays_where_it_was() -> None
     # making room for "big" (3 GPUs) takes "w3" and "w4" off their nodes; "big" lands on
     # n2 and "w3" moves to n3, so "w4" can stay on n3 and keeps its run
     now = 36_000.0
-    nodes = [node("n1", 4), node("n2", 4), node("n3", 4)]
-    queues = [dept("org", 12), project("p", gpus=12)]
     work = [
         workload("w1", gpus=3, running_on=["n1"], started_at=now - 3600),
         workload("w2", gpus=1, running_on=["n2"], started_at=now - 1800),
@@ -99,7 +103,7 @@ def test_a_workload_whose_room_the_job_did_not_take_stays_where_it_was() -> None
         workload("w4", gpus=2, running_on=["n3"], started_at=now - 60),
         workload("big", gpus=3, submitted_at=now - 7200),
     ]
-    result = run_cycle(snapshot(nodes, queues, work, WEIGHS, now=now))
+    result = _weighed_cycle_on_three_nodes(4, work, now)
     assert _moved(result) == ["w3"]
     assert "big" not in result.pending
 

@@ -5,7 +5,7 @@ victims."""
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from scheduler_core.engine.framework.session import Session, Vec
@@ -255,7 +255,7 @@ def shrink_pod(w: WorkloadState) -> PodPlacement | None:
     return None
 
 
-def _pods_fit_back(session: Session, w: WorkloadState, pods: list[PodPlacement]) -> bool:
+def pods_fit_back(session: Session, w: WorkloadState, pods: Sequence[PodPlacement]) -> bool:
     """Would `pods` of `w` all fit where they were, together? (Pods of one workload
     may share a node, and fractional ones a device: each one's room counts the
     others'.)"""
@@ -363,7 +363,7 @@ def free_and_place(
         v = step.victim
         if v.id in gone:
             continue
-        if not _pods_fit_back(session, v, pods) or (
+        if not pods_fit_back(session, v, pods) or (
             admits is not None and not admits(v, _taken_by(v, pods))
         ):
             if step.pod is None:

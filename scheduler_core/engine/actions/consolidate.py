@@ -19,6 +19,7 @@ from functools import partial
 from scheduler_core.engine.actions.common import (
     in_queue_order,
     pending_for_pool,
+    pods_fit_back,
     quota_pools,
     try_start,
 )
@@ -236,7 +237,7 @@ def _place_again(
         rest = []
         for v in sorted(chosen, key=lambda x: (-_lost(session, x), x.spec.creation_order)):
             pods = before[v.id][0]
-            if _room_for(session, v, pods):
+            if pods_fit_back(session, v, pods):
                 for pod in pods:
                     stmt.bind(v, pod)
             else:
@@ -245,24 +246,3 @@ def _place_again(
         if not place_pods(session, stmt, v, pool, before[v.id][1]):
             return False
     return True
-
-
-def _room_for(session: Session, w: WorkloadState, pods: tuple[PodPlacement, ...]) -> bool:
-    """Is there room for `pods` of `w` exactly where they are placed (devices, CPU and
-    memory of their nodes)?"""
-    use: dict[str, list[float]] = {}
-    devices: dict[tuple[str, int], float] = {}
-    for pod in pods:
-        node = session.nodes[pod.node]
-        if not node.ready:
-            return False
-        grp = w.group(pod.group)
-        total = use.setdefault(pod.node, [0.0, 0.0])
-        total[0] += grp.cpu
-        total[1] += grp.memory
-        for d in pod.devices:
-            key = (pod.node, d)
-            devices[key] = devices.get(key, node.dev_used[d]) + pod.gpu_fraction
-            if devices[key] > 1.0 + EPSILON:
-                return False
-    return all(session.nodes[n].fits_cpu_mem(c, m) for n, (c, m) in use.items())

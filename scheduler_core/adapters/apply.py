@@ -38,6 +38,7 @@ from scheduler_core.engine import (
     PodPlacement,
     Shrink,
 )
+from scheduler_core.engine.reasons import room_wait_starts
 from scheduler_core.live_events.batch import EventBatch
 from scheduler_core.live_events.other_side import as_seen_by
 from scheduler_core.models import Allocation, Node, Workload
@@ -49,6 +50,7 @@ logger = logging.getLogger(__name__)
 WORKLOAD_WRITE_FIELDS = [
     "status", "pending_reason", "pending_reason_kind", "queue_position", "started_at",
     "finished_at", "progress_seconds", "restarts", "version", "updated_at", "pending_since",
+    "room_wait_since",
 ]  # fmt: skip
 
 
@@ -379,6 +381,8 @@ class Applier:
             if pk not in self.evented and not self._workload_holds(pk):
                 continue  # changed by someone during the cycle: their word wins
             kind_changed = w.pending_reason_kind != info.reason_kind
+            if room_wait_starts(w.pending_reason_kind, info.reason_kind):
+                w.room_wait_since = self.now
             w.pending_reason = info.reason
             w.pending_reason_kind = info.reason_kind
             w.queue_position = info.queue_position

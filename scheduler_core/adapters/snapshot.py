@@ -53,7 +53,7 @@ from scheduler_core.models import (
 # Read every cycle: what the scheduler itself changes without a new version.
 HOT_FIELDS = (
     "pk", "version", "status", "restarts", "pending_reason", "pending_reason_kind",
-    "queue_position", "started_at", "progress_seconds", "pending_since",
+    "queue_position", "started_at", "progress_seconds", "pending_since", "room_wait_since",
 )  # fmt: skip
 # Read once per workload version (see WorkloadMemo).
 STATIC_FIELDS = (
@@ -303,17 +303,18 @@ class WorkloadMemo:
 
     def waiting_spec(
         self, pk: int, version: int, part: StaticPart, project: str, pools: tuple[str, ...],
-        status: str, restarts: int, pending_since: float | None,
+        status: str, restarts: int, pending_since: float | None, room_wait_since: float | None,
     ) -> WorkloadSpec:  # fmt: skip
         """The spec of a workload without pods, built again only when what it is built
         from changed (its version, status or restarts, or a project or pool name)."""
-        key = (version, status, restarts, project, pools, pending_since)
+        key = (version, status, restarts, project, pools, pending_since, room_wait_since)
         entry = self.specs.get(pk)
         if entry is not None and entry[0] == key:
             return entry[1]
         spec = _workload_spec(
-            pk, part, project, pools, status, restarts, (), None, None, pending_since
-        )
+            pk, part, project, pools, status, restarts, (), None, None, pending_since,
+            room_wait_since,
+        )  # fmt: skip
         self.specs[pk] = (key, spec)
         return spec
 
@@ -466,6 +467,7 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
     for item in hot:
         pk, version, status, restarts, reason, reason_kind, position, started, progress = item[:9]
         pending_since = epoch(item[9])
+        room_wait_since = epoch(item[10])
         if status == WorkloadStatus.PENDING:
             entry = known.get(pk)
             if entry is not None and entry[0] == item:
@@ -492,11 +494,11 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
                 )
             )  # fmt: skip
         else:
-            workload_specs.append(
-                memo.waiting_spec(
-                    pk, version, part, project, candidates, status, restarts, pending_since
-                )
-            )
+            spec = memo.waiting_spec(
+                pk, version, part, project, candidates, status, restarts, pending_since,
+                room_wait_since,
+            )  # fmt: skip
+            workload_specs.append(spec)
         row = workload_rows[pk] = WorkloadRow(
             pk=pk,
             project_id=part.project_id,
@@ -564,6 +566,7 @@ def _workload_spec(
     pool: str | None,
     started_at: float | None,
     pending_since: float | None = None,
+    room_wait_since: float | None = None,
 ) -> WorkloadSpec:
     return WorkloadSpec(
         id=str(pk),
@@ -585,6 +588,7 @@ def _workload_spec(
         pool=pool,
         started_at=started_at,
         pending_since=pending_since,
+        room_wait_since=room_wait_since,
     )
 
 

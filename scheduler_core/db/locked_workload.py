@@ -35,6 +35,7 @@ class LockedWorkload:
     version: int
     updated_at: datetime
     pending_since: datetime | None
+    room_wait_since: datetime | None
 
     @property
     def pk(self) -> int:

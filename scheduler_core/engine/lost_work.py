@@ -36,10 +36,15 @@ def lost_gpu_seconds(spec: WorkloadSpec, now: float, gpus: float | None = None) 
 
 
 def waited_gpu_seconds(spec: WorkloadSpec, gpus: float, now: float) -> float:
-    """GPU-seconds a pending workload of `gpus` GPUs has spent waiting since it last went
-    back to the queue (its submission, or its last eviction): the idle time its GPUs
-    would have been put to."""
+    """GPU-seconds a pending workload of `gpus` GPUs has spent waiting for room since it
+    last went back to the queue (its submission, or its last eviction): the idle time
+    its GPUs would have been put to had room been made for it. Time its queue's rules
+    kept it waiting (over its fair share, say: WorkloadSpec.room_wait_since) does not
+    count: no move or reclaim could have started it then, so that wait is no rent
+    that making room now would have saved."""
     since = spec.submitted_at if spec.pending_since is None else spec.pending_since
+    if spec.room_wait_since is not None:
+        since = max(since, spec.room_wait_since)
     return gpus * max(now - since, 0.0)
 
 

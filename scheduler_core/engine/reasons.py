@@ -14,6 +14,17 @@ _EPOCH_THRESHOLD = 1e8  # below: simulated seconds from 0; above: epoch seconds
 RESOURCE_WORDS = ("GPUs", "CPU cores", "GiB of memory")
 LIMIT = "limit"
 """Reason kind of a workload that a project's or department's limit blocks."""
+QUEUE_TURN_KINDS = frozenset({"fairshare", "quota", LIMIT, "priority"})
+"""Reason kinds of a workload that its queue's rules keep waiting for its turn (its
+fair share, quota or limit, or higher-priority work first), whatever room the nodes
+have; the other kinds (capacity, gang, min_runtime, selector, ...) wait for room."""
+
+
+def room_wait_starts(before: str | None, kind: str) -> bool:
+    """Whether a pending workload whose reason kind goes from `before` (None: it had
+    none) to `kind` starts waiting for room now: its queue's rules stopped keeping it
+    waiting (see WorkloadSpec.room_wait_since)."""
+    return before in QUEUE_TURN_KINDS and kind not in QUEUE_TURN_KINDS
 
 
 def format_time(t: float, now: float | None = None) -> str:

@@ -22,6 +22,7 @@ from scheduler_core.engine.decisions import (
     Shrink,
 )
 from scheduler_core.engine.lost_work import lost_gpu_seconds
+from scheduler_core.engine.reasons import room_wait_starts
 from scheduler_core.engine.resources import Resources
 from scheduler_core.engine.snapshot import (
     FAIRSHARE_TIME_BASED,
@@ -83,6 +84,8 @@ class Simulation:
     cycles: int = 0
     _creation: int = 0
     _usage_from: float = 0.0
+    # the reason kind of each workload pending after the last cycle
+    _reason_kinds: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.track_usage = self.track_usage or any(
@@ -254,6 +257,7 @@ class Simulation:
                 break
             self._apply(snapshot, result)
             snapshot, result = self._run_cycle()
+        self._note_reasons(result)
         self.last_result = result
         return result
 
@@ -262,6 +266,8 @@ class Simulation:
         snapshot, result = self._run_cycle()
         if result.changed:
             self._apply(snapshot, result)
+        else:
+            self._note_reasons(result)
         self.last_result = result
         return result
 
@@ -276,6 +282,7 @@ class Simulation:
         self._record(result)
         snap = apply_result(snapshot, result)
         self.active = {w.id: w for w in snap.workloads}
+        self._note_reasons(result)
         for d in result.decisions:
             if isinstance(d, Fail):
                 self.status[d.workload] = FAILED
@@ -283,6 +290,18 @@ class Simulation:
             w = self.active.get(d.workload)
             if w is not None:
                 self.status[w.id] = w.status
+
+    def _note_reasons(self, result: CycleResult) -> None:
+        """Note, on the workloads still pending, when their queue's rules stopped keeping
+        them waiting (WorkloadSpec.room_wait_since), as the live apply step does."""
+        before = self._reason_kinds
+        self._reason_kinds = {}
+        for wid, info in result.pending.items():
+            self._reason_kinds[wid] = info.reason_kind
+            if room_wait_starts(before.get(wid), info.reason_kind):
+                w = self.active.get(wid)
+                if w is not None and not w.pods:
+                    self.active[wid] = dataclasses.replace(w, room_wait_since=self.now)
 
     def _record(self, result: CycleResult) -> None:
         for d in result.decisions:

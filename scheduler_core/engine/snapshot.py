@@ -76,11 +76,11 @@ class PoolConfig:
     at most `max_consolidation_evaluations` victim sets per cycle.
     consolidation_weighs_lost_work: a move restarts the moved pods; with this on, the
     pods that lose least move first and a move is made only while the work it throws
-    away is no more than the GPU-time the job has waited (lost_work.move_is_worth_it).
+    away is no more than the GPU-time the job has waited for room (move_is_worth_it).
     Off (KAI's behaviour, FORMAT.md's default): moves cost nothing to the decision.
     reclaim_weighs_lost_work: likewise for reclaim: a queue takes back over-fairshare
     work from others only while what the evicted runs throw away is no more than the
-    GPU-time the reclaiming workload has waited; the rest it waits for (off: KAI's).
+    GPU-time the reclaiming queue has waited for room; the rest it waits for (off: KAI's).
     reserve_for_gangs: when the first pending workload of a queue needing several GPUs
     cannot be placed because the free GPUs are scattered over nodes (or, its queue
     within its fairshare, because they are taken), the nodes likeliest to drain that
@@ -201,7 +201,11 @@ class WorkloadSpec:
     group order). pool: the pool it runs in. started_at: when it (re)started.
     started_cycle: the ClusterSnapshot.cycle that (re)started it, which orders runs
     started at the same `now`. pending_since: when it last went back to the queue after
-    a run (None: it has waited since submitted_at).
+    a run (None: it has waited since submitted_at). room_wait_since: when its queue's
+    rules (fair share, quota, limit, priority: reasons.QUEUE_TURN_KINDS) last stopped
+    keeping it waiting, so that only room could start it (None: they never did since it
+    went back to the queue); what it waits before then is not waiting for room
+    (lost_work.waited_gpu_seconds).
     """
 
     id: str
@@ -224,6 +228,7 @@ class WorkloadSpec:
     name: str = ""
     pending_since: float | None = None
     started_cycle: int = 0
+    room_wait_since: float | None = None
 
     @property
     def display_name(self) -> str:

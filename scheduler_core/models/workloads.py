@@ -97,6 +97,13 @@ class Workload(VersionedModel):
         help_text="When it last went back to the queue (a preemption or a failed run); "
         "empty: waiting since it was submitted.",
     )
+    room_wait_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When its queue's rules (fair share, quota, limit, priority) last stopped "
+        "keeping it waiting, so that only room could start it; a pool that weighs lost work "
+        "counts its wait for room from then. Empty: they never did since it was queued.",
+    )
     retry_at = models.DateTimeField(
         null=True,
         blank=True,

@@ -54,6 +54,49 @@ def test_a_job_that_has_waited_as_long_as_the_move_would_lose_gets_it() -> None:
     assert _moved(run_cycle(snapshot(NODES, QUEUES, work, WEIGHS, now=now))) == ["old"]
 
 
+def test_a_job_s_wait_for_its_turn_does_not_pay_for_a_move() -> None:
+    # "big" was submitted 10 hours ago, but its queue's rules kept it waiting until a
+    # minute ago: it has waited for room one minute, which does not pay for throwing
+    # away 20 GPU-hours of "old"
+    now = 36_000.0
+    old_runs = [
+        workload("old", gpus=2, running_on=["n1"], started_at=0.0),
+        workload("older", gpus=2, running_on=["n2"], started_at=0.0),
+    ]
+    turn_came = workload("big", gpus=4, submitted_at=0.0, room_wait_since=now - 60)
+    result = run_cycle(snapshot(NODES, QUEUES, [*old_runs, turn_came], WEIGHS, now=now))
+    assert _moved(result) == []
+    assert "big" in result.pending
+    # had it waited for room all along, its 40 GPU-hours of waiting would have paid
+    waited_for_room = workload("big", gpus=4, submitted_at=0.0)
+    result = run_cycle(snapshot(NODES, QUEUES, [*old_runs, waited_for_room], WEIGHS, now=now))
+    assert _moved(result) == ["old"]
+
+
+def test_the_simulator_notes_when_a_workload_s_turn_came() -> None:
+    # p's limit of 4 GPUs keeps "more" waiting; once the limit is raised only room does
+    # (n1 is full): its wait for room starts then
+    nodes = [node("n1", 4)]
+    queues = [dept("org", 8), project("p", gpus=8, limit=4)]
+    sim = Simulation(
+        pools=snapshot(nodes, queues, []).pools,
+        nodes={n.name: n for n in nodes},
+        queues={q.name: q for q in queues},
+        active={w.id: w for w in [workload("run", gpus=4, running_on=["n1"])]},
+        durations={},
+    )
+    sim.submit(workload("more", gpus=4, submitted_at=0.0), None)
+    assert sim.schedule().pending["more"].reason_kind == "limit"
+    assert sim.active["more"].room_wait_since is None
+    sim.advance(600.0)
+    sim.set_queue("p", limit={})
+    assert sim.schedule().pending["more"].reason_kind == "capacity"
+    assert sim.active["more"].room_wait_since == 600.0
+    sim.advance(1200.0)
+    sim.schedule()
+    assert sim.active["more"].room_wait_since == 600.0  # still waiting for room since then
+
+
 def test_reclaim_spares_a_long_run_when_a_young_one_frees_the_same_gpus() -> None:
     now = 36_000.0
     queues = [dept("org", 8), project("p1", gpus=4), project("p2", gpus=4)]
@@ -163,7 +206,7 @@ def test_a_queue_that_just_started_waiting_does_not_throw_away_hours_of_a_run() 
     assert _evicted(result) == []
     reason = result.pending["ask"].reason
     assert "20.0 GPU-hours of long's run" in reason
-    assert "p2's waiting workloads have waited so far (0.1 GPU-hours)" in reason
+    assert "p2's waiting workloads have waited for room so far (0.1 GPU-hours)" in reason
     # KAI's behaviour (the default) reclaims at once
     assert _evicted(run_cycle(snapshot(NODES, TWO_QUEUES, work, now=now))) == ["long"]
 

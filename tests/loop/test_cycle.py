@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from scheduler_core.adapters.snapshot import load_snapshot
 from scheduler_core.choices import EventType, NodeState, WorkloadStatus
 from scheduler_core.loop import cycle
 from scheduler_core.loop.cycle import run_cycle
@@ -183,6 +184,32 @@ def test_a_pool_that_weighs_lost_work_spares_a_long_run_and_says_why(cluster, su
     owner.refresh_from_db()
     assert owner.status == WorkloadStatus.PENDING
     assert "would throw away 40.0 GPU-hours" in owner.pending_reason
+
+
+def test_when_a_workload_s_turn_comes_its_wait_for_room_starts(cluster, submit):
+    # nlp's limit keeps "more" waiting; once it is lifted the GPUs are too scattered (2
+    # free on one node, 4 on the other): it waits for room from that cycle on
+    pool, admin, nlp = cluster["pool"], cluster["admin"], cluster["nlp"]
+    queue_owner_set_quota(user=admin, owner=nlp, pool=pool, limit_gpus=6)
+    submit("nlp", "first", gpus=6)
+    run_cycle()
+    submit("vision", "other", gpus=4)
+    more = submit("nlp", "more", gpus=6)
+    run_cycle()
+    more.refresh_from_db()
+    assert more.pending_reason_kind == "limit" and more.room_wait_since is None
+    queue_owner_set_quota(user=admin, owner=nlp, pool=pool, limit_gpus=None)
+    before = timezone.now()
+    run_cycle()
+    more.refresh_from_db()
+    assert more.pending_reason_kind == "capacity"
+    assert more.room_wait_since is not None and more.room_wait_since >= before
+    since = more.room_wait_since
+    run_cycle()
+    more.refresh_from_db()
+    assert more.room_wait_since == since  # the next cycles keep when it started
+    (spec,) = (w for w in load_snapshot(timezone.now()).snapshot.workloads if w.id == str(more.pk))
+    assert spec.room_wait_since == since.timestamp()
 
 
 def test_a_cancel_during_the_cycle_is_not_overwritten(cluster, submit, monkeypatch):

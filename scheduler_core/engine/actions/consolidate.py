@@ -5,7 +5,7 @@ and commit only if the pending one and every moved workload are placed at once.
 A move restarts the moved pods, so it throws their run so far away. In a pool that
 weighs it (`consolidation_weighs_lost_work`), the workloads that lose least are moved
 first, and a move is made only while the work it throws away is no more than the
-GPU-time the job has waited (lost_work.move_is_worth_it); a workload with a pod as wide
+GPU-time the job has waited for room (lost_work.move_is_worth_it); a workload with a pod as wide
 as the job's widest is never moved (wherever that pod could go, the job's could have
 gone), and one whose room the job did not take stays where it was. Otherwise (KAI's behaviour,
 FORMAT.md's default) nodes closest to having room and smaller workloads go first, and a
@@ -162,7 +162,7 @@ def _attempt(
     )
     if widest > pool.max_devices:
         return  # no node can ever hold such a pod
-    # the GPU-time the job has waited: what a move may throw away to start it now
+    # the GPU-time the job has waited for room: what a move may throw away to start it now
     allowance = (
         waited_gpu_seconds(job.spec, need, session.now)
         if pool.config.consolidation_weighs_lost_work

@@ -70,12 +70,13 @@ def reclaim(session: Session) -> None:
 
 
 def _waited_by_queue(session: Session, jobs: list[WorkloadState]) -> dict[str, float]:
-    """GPU-seconds each project's pending workloads have waited since they last became
-    pending: the fairness a queue kept waiting has paid, and what reclaim may throw
-    away to serve it in a pool that weighs lost work (ski rental, as for consolidation's
-    moves in lost_work.move_is_worth_it, but per queue: reclaim restores a queue's
-    share, not one job's). Young runs are taken at once; a run of many GPU-hours only
-    once the queue has waited about as long, by when GPUs have often freed by themselves."""
+    """GPU-seconds each project's pending workloads have waited for room since they last
+    became pending (lost_work.waited_gpu_seconds): the fairness a queue kept waiting has
+    paid, and what reclaim may throw away to serve it in a pool that weighs lost work
+    (ski rental, as for consolidation's moves in lost_work.move_is_worth_it, but per
+    queue: reclaim restores a queue's share, not one job's). Young runs are taken at
+    once; a run of many GPU-hours only once the queue has waited about as long, by when
+    GPUs have often freed by themselves."""
     waited: dict[str, float] = {}
     for job in jobs:
         if not job.pods:
@@ -328,6 +329,6 @@ def _too_costly(
     return (
         f"{describe_misfit(pool, w, counts)}; reclaiming from {v.project} would throw away "
         f"{lost / 3600:.1f} GPU-hours of {v.name}'s run, more than {w.project}'s waiting "
-        f"workloads have waited so far ({allowance / 3600:.1f} GPU-hours), so it waits for "
-        f"GPUs to free (pool {pool.name} weighs lost work)"
+        f"workloads have waited for room so far ({allowance / 3600:.1f} GPU-hours), so it "
+        f"waits for GPUs to free (pool {pool.name} weighs lost work)"
     )

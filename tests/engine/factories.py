@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler_core.engine import (
     ClusterSnapshot,
@@ -16,6 +16,7 @@ from scheduler_core.engine import (
     WorkloadSpec,
     run_until_stable,
 )
+from scheduler_core.engine.simulation import Simulation
 from scheduler_core.engine.snapshot import STATUS_RUNNING
 
 
@@ -94,6 +95,25 @@ def snapshot(
         queues=tuple(qs),
         workloads=tuple(workloads),
         usage=tuple(usage),
+    )
+
+
+def simulation(
+    nodes: Iterable[NodeSpec],
+    queues: Iterable[QueueSpec],
+    running: Iterable[WorkloadSpec] = (),
+    durations: Mapping[str, float | None] | None = None,
+    now: float = 0.0,
+) -> Simulation:
+    """A simulated cluster of `nodes` and `queues` in one default pool, with the
+    workloads `running` (run times in `durations`, by id), at `now`."""
+    return Simulation(
+        pools=(PoolConfig(name="default"),),
+        nodes={n.name: n for n in nodes},
+        queues={q.name: q for q in queues},
+        active={w.id: w for w in running},
+        durations=dict(durations or {}),
+        now=now,
     )
 
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from scheduler_core.engine import CycleResult, Evict, Move, PoolConfig, WorkloadSpec, run_cycle
-from scheduler_core.engine.simulation import Simulation
-from tests.engine.factories import dept, node, project, snapshot, workload
+from tests.engine.factories import dept, node, project, simulation, snapshot, workload
 
 NODES = [node("n1", 4), node("n2", 4)]
 QUEUES = [dept("org", 8), project("p", gpus=8)]
@@ -78,13 +77,7 @@ def test_the_simulator_notes_when_a_workload_s_turn_came() -> None:
     # (n1 is full): its wait for room starts then
     nodes = [node("n1", 4)]
     queues = [dept("org", 8), project("p", gpus=8, limit=4)]
-    sim = Simulation(
-        pools=snapshot(nodes, queues, []).pools,
-        nodes={n.name: n for n in nodes},
-        queues={q.name: q for q in queues},
-        active={w.id: w for w in [workload("run", gpus=4, running_on=["n1"])]},
-        durations={},
-    )
+    sim = simulation(nodes, queues, [workload("run", gpus=4, running_on=["n1"])])
     sim.submit(workload("more", gpus=4, submitted_at=0.0), None)
     assert sim.schedule().pending["more"].reason_kind == "limit"
     assert sim.active["more"].room_wait_since is None
@@ -156,14 +149,7 @@ def test_a_moved_workload_restarts_and_its_event_says_what_was_lost() -> None:
         workload("t1", gpus=2, running_on=["n1"], started_at=0.0),
         workload("t2", gpus=2, running_on=["n2"], started_at=0.0),
     ]
-    sim = Simulation(
-        pools=snapshot(NODES, QUEUES, []).pools,
-        nodes={n.name: n for n in NODES},
-        queues={q.name: q for q in QUEUES},
-        active={w.id: w for w in work},
-        durations={"t1": 1000.0, "t2": 1000.0},
-        now=600.0,
-    )
+    sim = simulation(NODES, QUEUES, work, {"t1": 1000.0, "t2": 1000.0}, now=600.0)
     sim.submit(workload("big", gpus=4, submitted_at=0.0), 100.0)
     sim.schedule()
     moved = [e for e in sim.take_events() if e.type == "moved"]
@@ -247,14 +233,7 @@ def test_a_preempted_workload_waits_from_its_eviction_not_from_its_submission() 
 
 def test_an_evicted_workload_is_pending_since_its_eviction_in_the_simulator() -> None:
     now = 600.0
-    sim = Simulation(
-        pools=snapshot(NODES, TWO_QUEUES, []).pools,
-        nodes={n.name: n for n in NODES},
-        queues={q.name: q for q in TWO_QUEUES},
-        active={w.id: w for w in _p1_over_quota_for(0.1, now)},
-        durations={},
-        now=now,
-    )
+    sim = simulation(NODES, TWO_QUEUES, _p1_over_quota_for(0.1, now), now=now)
     sim.submit(workload("ask", project="p2", gpus=4, submitted_at=now), now)
     sim.schedule()
     assert sim.active["long"].status == "pending"

@@ -23,8 +23,7 @@ from scheduler_core.engine import (
     WorkloadSpec,
     run_until_stable,
 )
-from scheduler_core.engine.simulation import Simulation
-from tests.engine.factories import dept, node, project, snapshot
+from tests.engine.factories import dept, node, project, simulation, snapshot
 
 
 def _pending(name: str, queue: str, *gpus: float, priority: int = 40) -> WorkloadSpec:
@@ -108,14 +107,7 @@ def test_a_simulation_marks_each_run_with_the_cycle_that_started_it() -> None:
     would tie it with the runs of that next cycle)."""
     nodes, queues = [node("n1", 8)], [dept("org", 8), project("p", gpus=8)]
     first = WorkloadSpec(id="w1", project="p", groups=(PodGroupSpec(request=Resources(4)),))
-    sim = Simulation(
-        pools=snapshot(nodes, queues, []).pools,
-        nodes={n.name: n for n in nodes},
-        queues={q.name: q for q in queues},
-        active={},
-        durations={},
-        now=0.0,
-    )
+    sim = simulation(nodes, queues)
     sim.submit(first, None)
     sim.schedule()  # cycle 0 starts it, cycle 1 decides nothing
     sim.submit(dataclasses.replace(first, id="w2", creation_order=1), None)

@@ -410,7 +410,15 @@ class MemberForm(forms.Form):
 POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Policy", ("description", "policy", "placement")),
     ("Execution", ("backend", "grace_period")),
-    ("Preemption", ("preemption", "min_guaranteed_runtime", "reclaim_weighs_lost_work")),
+    (
+        "Preemption",
+        (
+            "preemption",
+            "min_guaranteed_runtime",
+            "max_preemptions_per_workload",
+            "reclaim_weighs_lost_work",
+        ),
+    ),
     (
         "Consolidation",
         (
@@ -442,6 +450,7 @@ class PoolSettingsForm(forms.Form):
     labels = {
         "preemption": "Preemption: evict workloads to serve others",
         "min_guaranteed_runtime": "Min guaranteed runtime (s)",
+        "max_preemptions_per_workload": "Preemptions per workload",
         "consolidation": "Consolidation: move running pods to make room for a gang",
         "max_consolidation_evaluations": "Moves evaluated per cycle",
         "consolidation_weighs_lost_work": "Weigh the work a move throws away against the wait",
@@ -460,6 +469,8 @@ class PoolSettingsForm(forms.Form):
     help_texts = {
         "max_reclaims_per_cycle": "Blank: no bound. The next cycle goes on.",
         "max_preemptions_per_cycle": "Blank: no bound.",
+        "max_preemptions_per_workload": "After this many, a workload runs to its end. "
+        "Blank: no bound.",
         "fairshare_mode": "Time based: over-quota shares shrink with recent usage.",
         "time_based_k": "How strongly past usage counts (0: not at all).",
     }

@@ -80,6 +80,11 @@ class PoolSettingsSerializer(StrictInputSerializer):
     min_guaranteed_runtime = _setting(
         "min_guaranteed_runtime", "Seconds a started preemptible workload is safe from eviction."
     )
+    max_preemptions_per_workload = _setting(
+        "max_preemptions_per_workload",
+        "A workload reclaimed or preempted this many times is not evicted or moved again: it "
+        "runs to its end; null = no bound (KAI's behaviour).",
+    )
     over_quota_weight_from_quota = _setting(
         "over_quota_weight_from_quota", "Use each queue's deserved quota as its over-quota weight."
     )
@@ -152,6 +157,10 @@ class PoolSerializer(serializers.Serializer):
     )
     min_guaranteed_runtime = serializers.IntegerField(
         help_text="Seconds a started preemptible workload is safe from eviction."
+    )
+    max_preemptions_per_workload = serializers.IntegerField(
+        allow_null=True,
+        help_text="Evictions after which a workload runs to its end; null = no bound.",
     )
     over_quota_weight_from_quota = serializers.BooleanField(
         help_text="Each queue's quota is its over-quota weight."

@@ -184,6 +184,9 @@ class WorkloadSerializer(serializers.Serializer):
         allow_null=True, help_text="Restarts allowed after node faults (null: no limit)."
     )
     restarts = serializers.IntegerField(help_text="Restarts after node faults so far.")
+    preemptions = serializers.IntegerField(
+        help_text="Times reclaim or priority preemption evicted it so far."
+    )
     spec = serializers.DictField(
         help_text="Runtime spec: image, command, env, duration, checkpoint_every."
     )

@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 WORKLOAD_WRITE_FIELDS = [
     "status", "pending_reason", "pending_reason_kind", "queue_position", "started_at",
     "finished_at", "progress_seconds", "restarts", "version", "updated_at", "pending_since",
-    "room_wait_since",
+    "room_wait_since", "preemptions",
 ]  # fmt: skip
 
 
@@ -266,6 +266,8 @@ class Applier:
         w.queue_position = None
         if d.reason_kind == EVICT_FAULT:
             w.restarts += 1
+        else:
+            w.preemptions += 1
         details: dict[str, Any] = {"kind": d.reason_kind, "by": d.by, "restarts": w.restarts}
         details["lost_gpu_seconds"] = _lost_gpu_seconds(row, w.progress_seconds, self.now)
         if d.by is not None:

@@ -54,6 +54,7 @@ from scheduler_core.models import (
 HOT_FIELDS = (
     "pk", "version", "status", "restarts", "pending_reason", "pending_reason_kind",
     "queue_position", "started_at", "progress_seconds", "pending_since", "room_wait_since",
+    "preemptions",
 )  # fmt: skip
 # Read once per workload version (see WorkloadMemo).
 STATIC_FIELDS = (
@@ -191,6 +192,7 @@ def _pool_config(pool: NodePool) -> PoolConfig:
         reserve_for_gangs=pool.reserve_for_gangs,
         max_reclaims_per_cycle=pool.max_reclaims_per_cycle,
         max_preemptions_per_cycle=pool.max_preemptions_per_cycle,
+        max_preemptions_per_workload=pool.max_preemptions_per_workload,
         min_guaranteed_runtime=float(pool.min_guaranteed_runtime),
         over_quota_weight_from_quota=pool.over_quota_weight_from_quota,
         fairshare_mode=pool.fairshare_mode,
@@ -304,16 +306,19 @@ class WorkloadMemo:
     def waiting_spec(
         self, pk: int, version: int, part: StaticPart, project: str, pools: tuple[str, ...],
         status: str, restarts: int, pending_since: float | None, room_wait_since: float | None,
+        preemptions: int,
     ) -> WorkloadSpec:  # fmt: skip
         """The spec of a workload without pods, built again only when what it is built
         from changed (its version, status or restarts, or a project or pool name)."""
-        key = (version, status, restarts, project, pools, pending_since, room_wait_since)
+        key = (
+            version, status, restarts, project, pools, pending_since, room_wait_since, preemptions
+        )  # fmt: skip
         entry = self.specs.get(pk)
         if entry is not None and entry[0] == key:
             return entry[1]
         spec = _workload_spec(
             pk, part, project, pools, status, restarts, (), None, None, pending_since,
-            room_wait_since,
+            room_wait_since, preemptions,
         )  # fmt: skip
         self.specs[pk] = (key, spec)
         return spec
@@ -468,6 +473,7 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
         pk, version, status, restarts, reason, reason_kind, position, started, progress = item[:9]
         pending_since = epoch(item[9])
         room_wait_since = epoch(item[10])
+        preemptions = item[11]
         if status == WorkloadStatus.PENDING:
             entry = known.get(pk)
             if entry is not None and entry[0] == item:
@@ -490,13 +496,13 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
             workload_specs.append(
                 _workload_spec(
                     pk, part, project, candidates, STATUS_RUNNING, restarts, placements, pool,
-                    epoch(started),
+                    epoch(started), preemptions=preemptions,
                 )
             )  # fmt: skip
         else:
             spec = memo.waiting_spec(
                 pk, version, part, project, candidates, status, restarts, pending_since,
-                room_wait_since,
+                room_wait_since, preemptions,
             )  # fmt: skip
             workload_specs.append(spec)
         row = workload_rows[pk] = WorkloadRow(
@@ -567,6 +573,7 @@ def _workload_spec(
     started_at: float | None,
     pending_since: float | None = None,
     room_wait_since: float | None = None,
+    preemptions: int = 0,
 ) -> WorkloadSpec:
     return WorkloadSpec(
         id=str(pk),
@@ -589,6 +596,7 @@ def _workload_spec(
         started_at=started_at,
         pending_since=pending_since,
         room_wait_since=room_wait_since,
+        preemptions=preemptions,
     )
 
 

@@ -36,6 +36,7 @@ class LockedWorkload:
     updated_at: datetime
     pending_since: datetime | None
     room_wait_since: datetime | None
+    preemptions: int
 
     @property
     def pk(self) -> int:

@@ -34,6 +34,8 @@ Snapshot (frozen dataclasses, string keys everywhere):
   max_reclaims_per_cycle, max_preemptions_per_cycle)`. The last two pace evictions:
   at most that many pending workloads start by reclaim / by preemption per pool and
   cycle (default 100 each, None = no bound); the next cycle carries on.
+  `max_preemptions_per_workload` (default None = no bound) protects a workload evicted
+  that many times by reclaim or preemption until it ends (WorkloadSpec.preemptions).
   `reserve_for_gangs` (default False) holds the nodes likeliest to drain for the first
   gang of a queue that waits for scattered GPUs (actions/reserve.py).
 - `NodeSpec(name, pool, gpus, cpu, memory, labels, state)`; cpu/memory None = unlimited;

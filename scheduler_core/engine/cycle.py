@@ -56,7 +56,7 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
     one transaction). Failed workloads leave the snapshot; started and moved ones get
     started_at = now (a move restarts the pods: the run since the last start is lost,
     as after an eviction) and started_cycle = the snapshot's cycle; fault evictions
-    count a restart. The snapshot returned is the next cycle's."""
+    count a restart, the others a preemption. The snapshot returned is the next cycle's."""
     workloads: dict[str, WorkloadSpec] = {w.id: w for w in snapshot.workloads}
     now = snapshot.now
     cycle = snapshot.cycle
@@ -82,6 +82,7 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
                 started_at=None,
                 pending_since=now,
                 restarts=w.restarts + (1 if d.reason_kind == EVICT_FAULT else 0),
+                preemptions=w.preemptions + (0 if d.reason_kind == EVICT_FAULT else 1),
             )
         elif isinstance(d, Move):
             # its pods restart elsewhere, like the live apply step restarts the run

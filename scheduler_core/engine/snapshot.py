@@ -94,6 +94,12 @@ class PoolConfig:
     short after a big change; the next cycle carries on (a fixed point is unaffected:
     a cycle that hits the bound has decided something).
     min_guaranteed_runtime: seconds a started preemptible workload is safe from eviction.
+    max_preemptions_per_workload: a workload evicted this many times by reclaim or
+    priority preemption (WorkloadSpec.preemptions) is not evicted or moved again: it
+    runs to its end, so that no queue takes the same job back and forth (None: no
+    bound, KAI's behaviour). Elastic ones may still shrink to their minimum. Like
+    min_guaranteed_runtime it holds in quota pools (Determined's policies evict by
+    their own rules).
     over_quota_weight_from_quota: over-quota is split by quota instead of by weight.
     fairshare_mode: "point_in_time" or "time_based" (decayed historical usage over
     `time_based_window` seconds with `time_based_half_life`, strength `time_based_k`).
@@ -111,6 +117,7 @@ class PoolConfig:
     max_reclaims_per_cycle: int | None = DEFAULT_MAX_RECLAIMS_PER_CYCLE
     max_preemptions_per_cycle: int | None = DEFAULT_MAX_PREEMPTIONS_PER_CYCLE
     min_guaranteed_runtime: float = 0.0
+    max_preemptions_per_workload: int | None = None
     over_quota_weight_from_quota: bool = False
     fairshare_mode: str = FAIRSHARE_POINT_IN_TIME
     time_based_window: float = 604800.0
@@ -205,7 +212,8 @@ class WorkloadSpec:
     rules (fair share, quota, limit, priority: reasons.QUEUE_TURN_KINDS) last stopped
     keeping it waiting, so that only room could start it (None: they never did since it
     went back to the queue); what it waits before then is not waiting for room
-    (lost_work.waited_gpu_seconds).
+    (lost_work.waited_gpu_seconds). preemptions: times reclaim or priority preemption
+    evicted it (PoolConfig.max_preemptions_per_workload).
     """
 
     id: str
@@ -229,6 +237,7 @@ class WorkloadSpec:
     pending_since: float | None = None
     started_cycle: int = 0
     room_wait_since: float | None = None
+    preemptions: int = 0
 
     @property
     def display_name(self) -> str:

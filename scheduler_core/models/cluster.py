@@ -55,6 +55,14 @@ class NodePool(models.Model):
     min_guaranteed_runtime = models.PositiveIntegerField(
         default=0, help_text="Seconds a started preemptible workload is safe from eviction."
     )
+    max_preemptions_per_workload = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=None,
+        validators=[MinValueValidator(1)],
+        help_text="A workload reclaimed or preempted this many times is not evicted or moved "
+        "again: it runs to its end. Empty = no bound.",
+    )
     over_quota_weight_from_quota = models.BooleanField(
         default=False, help_text="Use each queue's quota as its over-quota weight."
     )

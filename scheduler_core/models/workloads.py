@@ -69,6 +69,11 @@ class Workload(VersionedModel):
     weight = models.FloatField(default=1.0)
     backoff_limit = models.PositiveIntegerField(null=True, blank=True)
     restarts = models.PositiveIntegerField(default=0)
+    preemptions = models.PositiveIntegerField(
+        default=0,
+        help_text="Times reclaim or priority preemption evicted it (a pool's "
+        "max_preemptions_per_workload protects it from then on).",
+    )
     spec = models.JSONField(default=dict, blank=True)
 
     status = models.CharField(

@@ -339,6 +339,8 @@ NodeGPUs = Annotated[int, whole(ge=0, le=MAX_NODE_GPUS)]
 NodeCPU = Annotated[float, number(ge=0, le=MAX_NODE_CPU)]
 NodeMemory = Annotated[float, number(ge=0, le=MAX_NODE_MEMORY)]
 PerCycle = Annotated[int, whole(ge=1, le=MAX_PER_CYCLE)]
+MAX_PREEMPTIONS_PER_WORKLOAD = 1000
+PerWorkload = Annotated[int, whole(ge=1, le=MAX_PREEMPTIONS_PER_WORKLOAD)]
 UsageK = Annotated[float, number(ge=0, le=MAX_USAGE_K)]
 
 NAME_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"

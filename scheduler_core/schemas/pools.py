@@ -13,6 +13,7 @@ from scheduler_core.schemas.base import (
     Name,
     Omittable,
     PerCycle,
+    PerWorkload,
     PositiveSeconds,
     Seconds,
     StrictModel,
@@ -46,6 +47,7 @@ class PoolRules(StrictModel):
     max_reclaims_per_cycle: PerCycle | None = None
     max_preemptions_per_cycle: PerCycle | None = None
     min_guaranteed_runtime: Omittable[Seconds] = None
+    max_preemptions_per_workload: PerWorkload | None = None
     over_quota_weight_from_quota: Omittable[bool] = None
     fairshare_mode: Omittable[FairshareMode] = None
 

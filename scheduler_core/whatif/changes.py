@@ -24,7 +24,8 @@ Shape (every key optional; names are those of the copied cluster or scenario):
   over_quota_weight_from_quota
   (true/false), min_guaranteed_runtime,
   max_consolidation_evaluations (whole numbers >= 0), max_reclaims_per_cycle,
-  max_preemptions_per_cycle (whole numbers >= 1, null = no bound), fairshare_mode
+  max_preemptions_per_cycle, max_preemptions_per_workload (whole numbers >= 1, null = no
+  bound), fairshare_mode
   (point_in_time|time_based).
 - add_nodes: name (new), pool, gpus (whole number >= 0), optional cpu, memory, labels and
   count (adds name-1 .. name-N).
@@ -60,6 +61,7 @@ POOL_DEFAULTS = {  # FORMAT.md's defaults, for describing a change to a key left
     "reserve_for_gangs": False,
     "max_reclaims_per_cycle": 100,
     "max_preemptions_per_cycle": 100,
+    "max_preemptions_per_workload": None,
     "fairshare_mode": "point_in_time",
 }
 

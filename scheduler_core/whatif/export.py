@@ -115,6 +115,7 @@ def _pool(pool: NodePool) -> dict[str, Any]:
         "reserve_for_gangs": pool.reserve_for_gangs,
         "max_reclaims_per_cycle": pool.max_reclaims_per_cycle,
         "max_preemptions_per_cycle": pool.max_preemptions_per_cycle,
+        "max_preemptions_per_workload": pool.max_preemptions_per_workload,
         "min_guaranteed_runtime": pool.min_guaranteed_runtime,
         "over_quota_weight_from_quota": pool.over_quota_weight_from_quota,
         "fairshare_mode": pool.fairshare_mode,

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from scheduler_core.engine import Evict, Fail, Move, PodPlacement, PoolConfig, Shrink, run_cycle
+from scheduler_core.engine import (
+    Evict,
+    Fail,
+    Move,
+    PodPlacement,
+    PoolConfig,
+    Shrink,
+    apply_result,
+    run_cycle,
+)
 from tests.engine.factories import dept, node, project, running, settle, snapshot, workload
 
 
@@ -139,6 +148,50 @@ def test_min_runtime_protects_whole_workloads_but_elastic_may_shrink() -> None:
     result = run_cycle(snap)
     assert result.decisions == ()
     assert result.pending["ask"].reason == "waiting for whole's guaranteed runtime until t=1050"
+
+
+def test_a_workload_preempted_as_often_as_its_pool_allows_runs_to_its_end() -> None:
+    pools = [PoolConfig(name="default", max_preemptions_per_workload=2)]
+
+    def cluster(preemptions: int):  # type: ignore[no-untyped-def]
+        return snapshot(
+            [node("n1", 8)],
+            [dept("org", 8), project("p1", gpus=0), project("p2", gpus=8)],
+            [
+                workload("long", project="p1", pods=8, running_on=["n1"] * 8, started_at=50,
+                         preemptions=preemptions),
+                workload("ask", project="p2", pods=4),
+            ],
+            pools=pools,
+        )  # fmt: skip
+
+    # reclaimed once before: taken a second time, and the eviction is counted
+    result = run_cycle(cluster(1))
+    assert [(type(d).__name__, d.workload) for d in result.decisions if isinstance(d, Evict)] == [
+        ("Evict", "long")
+    ]
+    after = {w.id: w for w in apply_result(cluster(1), result).workloads}
+    assert after["long"].preemptions == 2
+    # twice: it keeps its GPUs until it ends, and the reclaimer says why it waits
+    result = run_cycle(cluster(2))
+    assert result.decisions == ()
+    assert result.pending["ask"].reason == (
+        "waiting for long to end: it has been preempted 2 times, the most pool default allows "
+        "(max_preemptions_per_workload), so it runs to its end"
+    )
+    # no bound: KAI's behaviour
+    unbounded = dataclasses.replace(cluster(2), pools=(PoolConfig(name="default"),))
+    assert any(isinstance(d, Evict) for d in run_cycle(unbounded).decisions)
+
+
+def test_a_fault_is_a_restart_not_a_preemption() -> None:
+    snap = snapshot(
+        [node("n1", 4, state="down"), node("n2", 4)],
+        [dept("org", 8), project("p", gpus=8)],
+        [workload("hit", gpus=4, running_on=["n1"], preemptions=1)],
+    )
+    after = {w.id: w for w in apply_result(snap, run_cycle(snap)).workloads}
+    assert (after["hit"].restarts, after["hit"].preemptions) == (1, 1)
 
 
 def test_consolidation_moves_and_respects_the_switch() -> None:

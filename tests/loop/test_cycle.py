@@ -262,6 +262,31 @@ def test_a_dropped_eviction_keeps_others_off_the_victims_gpus(cluster, submit, m
     assert len(devices) == len(set(devices))
 
 
+def test_a_reclaimed_workload_counts_it_and_the_pool_s_bound_keeps_it_running(cluster, submit):
+    pool, nlp = cluster["pool"], cluster["nlp"]
+    pool.max_preemptions_per_workload = 1
+    pool.save()
+    first = factories.running_workload(nlp, [cluster["nodes"][0]], gpus=8)
+    second = factories.running_workload(nlp, [cluster["nodes"][1]], gpus=8)
+    queue_owner_set_quota(user=cluster["admin"], owner=nlp, pool=pool, gpus=0)
+    submit("vision", "owner", gpus=8)
+    run_cycle()
+    first.refresh_from_db()
+    second.refresh_from_db()
+    taken, kept = (first, second) if first.status == WorkloadStatus.PENDING else (second, first)
+    assert (taken.status, taken.preemptions, kept.preemptions) == (WorkloadStatus.PENDING, 1, 0)
+    specs = {w.id: w for w in load_snapshot(timezone.now()).snapshot.workloads}
+    assert specs[str(taken.pk)].preemptions == 1
+    # a workload reclaimed once already is not reclaimed again in this pool
+    Workload.objects.filter(pk=kept.pk).update(preemptions=1)
+    more = submit("vision", "more", gpus=4)  # within vision's fair share of 12 GPUs
+    run_cycle()
+    kept.refresh_from_db()
+    more.refresh_from_db()
+    assert kept.status == WorkloadStatus.RUNNING and more.status == WorkloadStatus.PENDING
+    assert f"waiting for {kept.name} to end: it has been preempted once" in more.pending_reason
+
+
 def test_a_down_node_evicts_as_a_fault_and_the_backoff_limit_fails_it(cluster):
     node = cluster["nodes"][0]
     retry = factories.running_workload(cluster["vision"], [node], gpus=2, backoff_limit=3)

@@ -283,6 +283,7 @@ def test_workload_actions(cluster):
         ({"colour": "blue"}, "colour"),
         ({"max_reclaims_per_cycle": 0}, "max_reclaims_per_cycle"),
         ({"max_preemptions_per_cycle": "lots"}, "max_preemptions_per_cycle"),
+        ({"max_preemptions_per_workload": 0}, "max_preemptions_per_workload"),
     ],
 )
 def test_pool_settings_rules(cluster, pool_settings, field):

@@ -292,10 +292,7 @@ def _attempt(
                 allowed(VictimStep(v))  # only to note who is protected, and until when
     if protected:
         until, v = min(protected, key=lambda t: (t[0], t[1].spec.creation_order))
-        reason = (
-            "min_runtime",
-            f"waiting for {v.name}'s guaranteed runtime until {format_time(until, session.now)}",
-        )
+        reason = ("min_runtime", _protected(session, name, v, until))
     elif costly:
         lost, v = min(costly, key=lambda t: (t[0], t[1].spec.creation_order))
         session.set_reason(w, name, "capacity", _too_costly(pool, w, counts, v, lost, allowance))
@@ -308,6 +305,18 @@ def _attempt(
         )
     failed[sig] = (extra[0], reason)
     session.set_reason(w, name, *reason)
+
+
+def _protected(session: Session, pool: str, v: WorkloadState, until: float) -> str:
+    """Why a workload waits for a victim that may not be evicted (see session.protection)."""
+    if math.isinf(until):
+        n = v.spec.preemptions
+        times = "once" if n == 1 else f"{n} times"
+        return (
+            f"waiting for {v.name} to end: it has been preempted {times}, the most pool {pool} "
+            f"allows (max_preemptions_per_workload), so it runs to its end"
+        )
+    return f"waiting for {v.name}'s guaranteed runtime until {format_time(until, session.now)}"
 
 
 def _stopped(step: VictimStep) -> bool:

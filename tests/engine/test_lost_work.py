@@ -197,6 +197,23 @@ def test_a_queue_that_just_started_waiting_does_not_throw_away_hours_of_a_run() 
     assert _evicted(run_cycle(snapshot(NODES, TWO_QUEUES, work, now=now))) == ["long"]
 
 
+def test_the_reason_counts_every_run_a_reclaim_would_throw_away() -> None:
+    # p2 asks 4 GPUs and has waited 45 min (3 GPU-hours); p1's two over-quota runs on n2
+    # would lose 2 GPU-hours each: the first fits the wait, both do not
+    now = 36_000.0
+    work = [
+        workload("mine", project="p1", gpus=4, running_on=["n1"], started_at=0.0),
+        workload("a", project="p1", gpus=2, running_on=["n2"], started_at=now - 3600),
+        workload("b", project="p1", gpus=2, running_on=["n2"], started_at=now - 3600),
+        workload("ask", project="p2", gpus=4, submitted_at=now - 2700),
+    ]
+    result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
+    assert _evicted(result) == []
+    reason = result.pending["ask"].reason
+    assert "would throw away 4.0 GPU-hours of runs, 2.0 of them a's (p1)" in reason
+    assert "more than p2's waiting workloads have waited for room so far (3.0 GPU-hours)" in reason
+
+
 def test_a_young_run_is_reclaimed_at_once() -> None:
     now = 36_000.0
     work = [

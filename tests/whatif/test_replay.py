@@ -81,7 +81,8 @@ def test_replay_compares_the_engine_with_fifo_and_backfill(tmp_path: Path) -> No
 def test_replay_prints_a_table_by_default(tmp_path: Path) -> None:
     out, _ = replay(tmp_path)
     lines = out.splitlines()
-    assert lines[0] == "6 jobs on 4 nodes x 8 GPUs, a cycle every 60 s"
+    # 4 x 8 GPUs x 2 h + 16 x 0.5 h + 10 min = 72.2 GPU-hours over 32 GPUs x 2 h
+    assert lines[0] == "6 jobs on 4 nodes x 8 GPUs (offered load 1.13), a cycle every 60 s"
     assert lines[1].split() == [ENGINE, FIFO, BACKFILL]
     assert any(line.startswith("lost GPU-h (% of work)") for line in lines)
 
@@ -115,6 +116,47 @@ def test_consecutive_windows_replay_side_by_side(tmp_path: Path) -> None:
         "2017-10-25T21:00:00+00:00",
     ]
     assert [w["jobs"] for w in document["windows"]] == [6, 0]
+
+
+def test_slices_of_other_days_replay_side_by_side_at_the_same_offered_load(
+    tmp_path: Path,
+) -> None:
+    # a second start, the next day, holds one 8-GPU hour; --load sizes each slice's
+    # cluster: 72.2 GPU-hours over 2 h at load 1.13 is 4 nodes, 8 GPU-hours 1 node
+    trace = tmp_path / "days.csv"
+    trace.write_text(TRACE + "2017-10-26 19:30:00,3600,8,0,b\n")
+    out = StringIO()
+    call_command(
+        "replay_trace",
+        str(trace),
+        *("--start", "2017-10-25T19:00", "--start", "2017-10-26T19:00"),
+        *("--hours", "2", "--load", "1.13", "--only", ENGINE, "--json"),
+        stdout=out,
+        stderr=StringIO(),
+    )
+    windows = json.loads(out.getvalue())["windows"]
+    assert [w["jobs"] for w in windows] == [6, 1]
+    assert [w["cluster"]["nodes"] for w in windows] == [4, 1]
+    assert [w["offered_load"] for w in windows] == [1.128, 0.5]
+    assert [w["runs"][ENGINE]["completed"] for w in windows] == [6, 1]
+
+
+def test_the_cluster_size_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="--load must be greater than 0"):
+        call_command(
+            "replay_trace",
+            str(tmp_path / "x.csv"),
+            "--start",
+            "2017-10-25T19:00",
+            "--hours",
+            "2",
+            "--load",
+            "0",
+        )
+    with pytest.raises(CommandError, match="--hours must be greater than 0"):
+        replay(tmp_path, "--hours", "0")
+    with pytest.raises(CommandError, match="--gpus-per-node must be at least 1"):
+        replay(tmp_path, "--gpus-per-node", "0")
 
 
 def test_a_bad_pool_setting_is_a_clear_error(tmp_path: Path) -> None:

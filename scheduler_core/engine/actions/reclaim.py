@@ -222,7 +222,8 @@ def _attempt(
     allowance = waited.get(w.project, 0.0) if pool.config.reclaim_weighs_lost_work else math.inf
     # the runs taken so far and what each throws away (also those put back later)
     charged: list[tuple[VictimStep, float]] = []
-    costly: list[tuple[float, WorkloadState]] = []
+    # runs turned down for their cost: (all the runs taken so far with it, its own, it)
+    costly: list[tuple[float, float, WorkloadState]] = []
 
     def allowed(step: VictimStep) -> bool:
         v = step.victim
@@ -241,8 +242,9 @@ def _attempt(
         if not math.isinf(allowance):
             # a whole victim's run, or the run of the one pod an elastic one gives up
             lost = lost_gpu_seconds(v.spec, session.now, freed[0])
-            if sum(c for _, c in charged) + lost > allowance + EPSILON:
-                costly.append((lost, v))
+            total = sum(c for _, c in charged) + lost
+            if total > allowance + EPSILON:
+                costly.append((total, lost, v))
                 return False
             charged.append((step, lost))
         note = session.straddle_reason(v.project, "project", name, given)
@@ -294,8 +296,9 @@ def _attempt(
         until, v = min(protected, key=lambda t: (t[0], t[1].spec.creation_order))
         reason = ("min_runtime", _protected(session, name, v, until))
     elif costly:
-        lost, v = min(costly, key=lambda t: (t[0], t[1].spec.creation_order))
-        session.set_reason(w, name, "capacity", _too_costly(pool, w, counts, v, lost, allowance))
+        total, lost, v = min(costly, key=lambda t: (t[0], t[1], t[2].spec.creation_order))
+        message = _too_costly(pool, w, counts, v, lost, total, allowance)
+        session.set_reason(w, name, "capacity", message)
         return  # not cached: another workload of the queue may have waited longer
     else:
         reason = (
@@ -332,12 +335,24 @@ def _too_costly(
     counts: dict[str, int],
     v: WorkloadState,
     lost: float,
+    total: float,
     allowance: float,
 ) -> str:
-    """Why a workload waits rather than reclaim, in a pool that weighs lost work."""
+    """Why a workload waits rather than reclaim, in a pool that weighs lost work: the
+    GPU-hours the runs it would take throw away (`total`, `lost` of them `v`'s, the run
+    that tipped it over its queue's wait)."""
+    if total - lost > EPSILON:
+        cost = (
+            f"reclaiming room would throw away {total / 3600:.1f} GPU-hours of runs, "
+            f"{lost / 3600:.1f} of them {v.name}'s ({v.project})"
+        )
+    else:
+        cost = (
+            f"reclaiming from {v.project} would throw away {lost / 3600:.1f} GPU-hours "
+            f"of {v.name}'s run"
+        )
     return (
-        f"{describe_misfit(pool, w, counts)}; reclaiming from {v.project} would throw away "
-        f"{lost / 3600:.1f} GPU-hours of {v.name}'s run, more than {w.project}'s waiting "
+        f"{describe_misfit(pool, w, counts)}; {cost}, more than {w.project}'s waiting "
         f"workloads have waited for room so far ({allowance / 3600:.1f} GPU-hours), so it "
         f"waits for GPUs to free (pool {pool.name} weighs lost work)"
     )

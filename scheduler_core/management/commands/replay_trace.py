@@ -1,6 +1,9 @@
 """`manage.py replay_trace PATH --start T --hours H --nodes N`: replay a job trace (Philly
 columns) on a synthetic cluster through the engine, FIFO and FIFO with backfill, and print
-their figures side by side (`--json`: machine-readable).
+their figures side by side (`--json`: machine-readable). Several `--start`s (and
+`--windows`) replay several slices side by side; `--load L` instead of `--nodes` sizes
+each slice's cluster for the same offered load, so that one day's tuning can be checked
+on others.
 
 Thin: reading, replaying and the figures live in scheduler_core.whatif (traces, replay,
 reference, run_figures).
@@ -22,6 +25,7 @@ from scheduler_core.whatif.run_figures import RunFigures, figures_table
 from scheduler_core.whatif.scenarios.errors import ScenarioError
 from scheduler_core.whatif.traces import (
     TraceCluster,
+    TraceJob,
     fits,
     parse_time,
     read_team_nodes,
@@ -60,9 +64,23 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path, help="trace CSV (Philly columns)")
-        parser.add_argument("--start", type=_time, required=True, help="window start, UTC")
+        parser.add_argument(
+            "--start",
+            type=_time,
+            action="append",
+            required=True,
+            help="window start, UTC; repeatable: several slices of the trace side by side",
+        )
         parser.add_argument("--hours", type=float, required=True, help="window length")
-        parser.add_argument("--nodes", type=int, required=True, help="nodes in the cluster")
+        size = parser.add_mutually_exclusive_group(required=True)
+        size.add_argument("--nodes", type=int, help="nodes in the cluster")
+        size.add_argument(
+            "--load",
+            type=float,
+            help="size each window's cluster for this offered load instead: the nodes whose "
+            "GPUs over the window come closest to the jobs' GPU-hours divided by it (1.23 "
+            "on the issue's Philly day is 48 nodes), so that busy and quiet slices compare",
+        )
         parser.add_argument("--gpus-per-node", type=int, default=8)
         parser.add_argument(
             "--vc", type=Path, help="nodes per team (vc,node num); default: equal quotas"
@@ -108,13 +126,22 @@ class Command(BaseCommand):
             config["consolidation_weighs_lost_work"] = True
         if options["windows"] < 1:
             raise CommandError("--windows must be at least 1")
+        if not options["hours"] > 0:
+            raise CommandError("--hours must be greater than 0")
+        if options["nodes"] is not None and options["nodes"] < 1:
+            raise CommandError("--nodes must be at least 1")
+        if options["gpus_per_node"] < 1:
+            raise CommandError("--gpus-per-node must be at least 1")
+        if options["load"] is not None and not options["load"] > 0:
+            raise CommandError("--load must be greater than 0")
         try:
             team_nodes = read_team_nodes(options["vc"]) if options["vc"] else None
         except (OSError, KeyError, ValueError) as exc:
             raise CommandError(f"cannot read the trace: {exc}") from exc
         span = timedelta(hours=options["hours"])
         replays = [
-            self._replay(options["start"] + k * span, options, config, team_nodes)
+            self._replay(start + k * span, options, config, team_nodes)
+            for start in options["start"]
             for k in range(options["windows"])
         ]
         if options["json"]:
@@ -147,9 +174,12 @@ class Command(BaseCommand):
             )
         except (OSError, KeyError, ValueError) as exc:
             raise CommandError(f"cannot read the trace: {exc}") from exc
-        gpus = options["nodes"] * options["gpus_per_node"]
+        nodes = options["nodes"] or _nodes_for_load(
+            jobs, options["hours"], options["gpus_per_node"], options["load"]
+        )
+        gpus = nodes * options["gpus_per_node"]
         cluster = TraceCluster(
-            options["nodes"],
+            nodes,
             options["gpus_per_node"],
             team_quotas((j.team for j in jobs), gpus, team_nodes),
             config=config,
@@ -168,7 +198,24 @@ class Command(BaseCommand):
             )
         except ScenarioError as exc:
             raise CommandError(f"bad --config: {exc}") from exc
-        return WindowReplay(start, len(jobs), len(too_large), cluster, runs)
+        load = _offered_load(jobs, options["hours"], cluster)
+        return WindowReplay(start, len(jobs), len(too_large), cluster, load, runs)
+
+
+def _work_hours(jobs: list[TraceJob]) -> float:
+    """The GPU-hours the jobs ask for."""
+    return sum(j.gpus * j.duration for j in jobs) / 3600
+
+
+def _nodes_for_load(jobs: list[TraceJob], hours: float, gpus_per_node: int, load: float) -> int:
+    """The nodes (at least one) whose GPUs over `hours` come closest to the jobs'
+    GPU-hours divided by `load`: the cluster on which they offer that load."""
+    return max(round(_work_hours(jobs) / (hours * gpus_per_node * load)), 1)
+
+
+def _offered_load(jobs: list[TraceJob], hours: float, cluster: TraceCluster) -> float:
+    """The jobs' GPU-hours over what the cluster's GPUs give in the window."""
+    return _work_hours(jobs) / (hours * cluster.nodes * cluster.gpus_per_node)
 
 
 @dataclass(frozen=True)
@@ -179,6 +226,7 @@ class WindowReplay:
     jobs: int
     too_large: int
     cluster: TraceCluster
+    offered_load: float
     runs: dict[str, RunFigures]
 
     def document(self, config: dict[str, Any]) -> dict[str, Any]:
@@ -188,6 +236,7 @@ class WindowReplay:
             "jobs": self.jobs,
             "left_out_too_large": self.too_large,
             "cluster": {"nodes": self.cluster.nodes, "gpus_per_node": self.cluster.gpus_per_node},
+            "offered_load": round(self.offered_load, 3),
             "config": config,
             "quotas": {team: round(q, 4) for team, q in self.cluster.quotas.items()},
             "runs": {label: figures.to_json() for label, figures in self.runs.items()},
@@ -198,7 +247,8 @@ class WindowReplay:
         return (
             (f"{self.start:%Y-%m-%d %H:%M}: " if dated else "")
             + f"{self.jobs} jobs on {self.cluster.nodes} nodes x "
-            f"{self.cluster.gpus_per_node} GPUs, a cycle every {step:g} s"
+            f"{self.cluster.gpus_per_node} GPUs (offered load {self.offered_load:.2f}), "
+            f"a cycle every {step:g} s"
             + "".join(f"; {key}={json.dumps(value)}" for key, value in config.items())
             + (f"; {self.too_large} left out (larger than the cluster)" if self.too_large else "")
         )

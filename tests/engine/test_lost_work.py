@@ -180,6 +180,14 @@ def _p1_over_quota_for(hours: float, now: float) -> list:  # type: ignore[type-a
     ]
 
 
+def _why_ask_waits(work: list[WorkloadSpec], now: float) -> str:
+    """Run a cycle in a pool that weighs lost work: nothing is reclaimed, and "ask"
+    says why it waits."""
+    result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
+    assert _evicted(result) == []
+    return result.pending["ask"].reason
+
+
 def test_a_queue_that_just_started_waiting_does_not_throw_away_hours_of_a_run() -> None:
     # reclaiming "long" would throw away 4 GPUs x 5 h = 20 GPU-hours; p2's workload has
     # waited a minute: it waits, saying why in numbers
@@ -188,9 +196,7 @@ def test_a_queue_that_just_started_waiting_does_not_throw_away_hours_of_a_run() 
         *_p1_over_quota_for(5, now),
         workload("ask", project="p2", gpus=4, submitted_at=now - 60),
     ]
-    result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
-    assert _evicted(result) == []
-    reason = result.pending["ask"].reason
+    reason = _why_ask_waits(work, now)
     assert "20.0 GPU-hours of long's run" in reason
     assert "p2's waiting workloads have waited for room so far (0.1 GPU-hours)" in reason
     # KAI's behaviour (the default) reclaims at once
@@ -207,9 +213,7 @@ def test_the_reason_counts_every_run_a_reclaim_would_throw_away() -> None:
         workload("b", project="p1", gpus=2, running_on=["n2"], started_at=now - 3600),
         workload("ask", project="p2", gpus=4, submitted_at=now - 2700),
     ]
-    result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
-    assert _evicted(result) == []
-    reason = result.pending["ask"].reason
+    reason = _why_ask_waits(work, now)
     assert "would throw away 4.0 GPU-hours of runs, 2.0 of them a's (p1)" in reason
     assert "more than p2's waiting workloads have waited for room so far (3.0 GPU-hours)" in reason
 

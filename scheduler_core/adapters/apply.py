@@ -19,7 +19,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from scheduler_core.adapters.snapshot import AllocationRow, LiveSnapshot, WorkloadRow, key_chunks
@@ -134,6 +134,7 @@ class Applier:
         ids.update(run.completion.workload_id for run in self.ended)
         explained, self.refreshed = self._changed_pending()
         ids.update(int(pk) for pk in explained)
+        ids.update(int(pk) for pk in self.result.room_wait_since)
         for chunk in key_chunks(sorted(ids)):
             for w in lock_workloads(Workload.objects.filter(pk__in=chunk)):
                 self.instances[w.pk] = w
@@ -385,6 +386,11 @@ class Applier:
             kind_changed = w.pending_reason_kind != info.reason_kind
             if room_wait_starts(w.pending_reason_kind, info.reason_kind):
                 w.room_wait_since = self.now
+            paid = self.result.room_wait_since.get(key)
+            if paid is not None:  # its wait paid for a reclaim: it counts from later on
+                since = datetime.fromtimestamp(paid, tz=UTC)
+                if w.room_wait_since is None or w.room_wait_since < since:
+                    w.room_wait_since = since
             w.pending_reason = info.reason
             w.pending_reason_kind = info.reason_kind
             w.queue_position = info.queue_position

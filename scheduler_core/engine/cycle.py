@@ -56,7 +56,9 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
     one transaction). Failed workloads leave the snapshot; started and moved ones get
     started_at = now (a move restarts the pods: the run since the last start is lost,
     as after an eviction) and started_cycle = the snapshot's cycle; fault evictions
-    count a restart, the others a preemption. The snapshot returned is the next cycle's."""
+    count a restart, the others a preemption; pending ones whose wait paid for a
+    reclaim wait for room from later on (CycleResult.room_wait_since). The snapshot
+    returned is the next cycle's."""
     workloads: dict[str, WorkloadSpec] = {w.id: w for w in snapshot.workloads}
     now = snapshot.now
     cycle = snapshot.cycle
@@ -98,6 +100,11 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
             workloads[w.id] = dataclasses.replace(w, pods=w.pods + d.pods)
         elif isinstance(d, Fail):
             del workloads[w.id]
+    for wid, since in result.room_wait_since.items():
+        w = workloads.get(wid)
+        if w is not None and not w.pods:
+            paid = since if w.room_wait_since is None else max(w.room_wait_since, since)
+            workloads[wid] = dataclasses.replace(w, room_wait_since=paid)
     return dataclasses.replace(snapshot, workloads=tuple(workloads.values()), cycle=cycle + 1)
 
 

@@ -120,7 +120,10 @@ class CycleResult:
     reasons per pending workload id, `queues[queue][pool]` figures, the whole GPUs
     of ready nodes that are still free after the decisions, and `not_growing`: why a
     running elastic workload below its wanted pods did not get its next pod
-    (workload id -> (reason_kind, reason)), where an action found out."""
+    (workload id -> (reason_kind, reason)), where an action found out.
+    `room_wait_since`: pending workloads whose wait for room paid for a reclaim of this
+    cycle (PoolConfig.reclaim_weighs_lost_work), and when their wait counts from now on
+    (WorkloadSpec.room_wait_since), so that no later cycle spends it again."""
 
     now: float
     decisions: tuple[Decision, ...]
@@ -128,6 +131,7 @@ class CycleResult:
     queues: Mapping[str, Mapping[str, QueueStatus]] = field(default_factory=dict)
     idle_gpus: int = 0
     not_growing: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    room_wait_since: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:

@@ -41,11 +41,17 @@ def waited_gpu_seconds(spec: WorkloadSpec, gpus: float, now: float) -> float:
     its GPUs would have been put to had room been made for it. Time its queue's rules
     kept it waiting (over its fair share, say: WorkloadSpec.room_wait_since) does not
     count: no move or reclaim could have started it then, so that wait is no rent
-    that making room now would have saved."""
+    that making room now would have saved. A wait that paid for a reclaim is spent:
+    room_wait_since moves on by as much (actions/room_waits.py)."""
+    return gpus * max(now - room_wait_start(spec), 0.0)
+
+
+def room_wait_start(spec: WorkloadSpec) -> float:
+    """When the wait for room of a pending workload began (see waited_gpu_seconds)."""
     since = spec.submitted_at if spec.pending_since is None else spec.pending_since
     if spec.room_wait_since is not None:
         since = max(since, spec.room_wait_since)
-    return gpus * max(now - since, 0.0)
+    return since
 
 
 def move_is_worth_it(lost: float, waited: float) -> bool:

@@ -80,7 +80,8 @@ class PoolConfig:
     Off (KAI's behaviour, FORMAT.md's default): moves cost nothing to the decision.
     reclaim_weighs_lost_work: likewise for reclaim: a queue takes back over-fairshare
     work from others only while what the evicted runs throw away is no more than the
-    GPU-time the reclaiming queue has waited for room; the rest it waits for (off: KAI's).
+    GPU-time the reclaiming queue has waited for room and not spent on earlier reclaims
+    (actions/room_waits.py); the rest it waits for (off: KAI's).
     reserve_for_gangs: when the first pending workload of a queue needing several GPUs
     cannot be placed because the free GPUs are scattered over nodes (or, its queue
     within its fairshare, because they are taken), the nodes likeliest to drain that
@@ -211,9 +212,10 @@ class WorkloadSpec:
     a run (None: it has waited since submitted_at). room_wait_since: when its queue's
     rules (fair share, quota, limit, priority: reasons.QUEUE_TURN_KINDS) last stopped
     keeping it waiting, so that only room could start it (None: they never did since it
-    went back to the queue); what it waits before then is not waiting for room
-    (lost_work.waited_gpu_seconds). preemptions: times reclaim or priority preemption
-    evicted it (PoolConfig.max_preemptions_per_workload).
+    went back to the queue), or later, once part of its wait for room paid for a
+    reclaim (CycleResult.room_wait_since); what it waits before then is not waiting for
+    room, or was spent (lost_work.waited_gpu_seconds). preemptions: times reclaim or
+    priority preemption evicted it (PoolConfig.max_preemptions_per_workload).
     """
 
     id: str

@@ -107,7 +107,8 @@ class Workload(VersionedModel):
         blank=True,
         help_text="When its queue's rules (fair share, quota, limit, priority) last stopped "
         "keeping it waiting, so that only room could start it; a pool that weighs lost work "
-        "counts its wait for room from then. Empty: they never did since it was queued.",
+        "counts its wait for room from then, or from later once part of that wait has paid "
+        "for a reclaim. Empty: they never did since it was queued.",
     )
     retry_at = models.DateTimeField(
         null=True,

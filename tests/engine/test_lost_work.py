@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler_core.engine import CycleResult, Evict, Move, PoolConfig, WorkloadSpec, run_cycle
-from tests.engine.factories import dept, node, project, simulation, snapshot, workload
+from tests.engine.factories import dept, node, project, settle, simulation, snapshot, workload
 
 NODES = [node("n1", 4), node("n2", 4)]
 QUEUES = [dept("org", 8), project("p", gpus=8)]
@@ -238,6 +238,30 @@ def test_the_whole_queue_s_wait_pays_for_a_reclaim() -> None:
     result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
     assert _evicted(result) == ["long"]
     assert "ask0" not in result.pending  # the others take the freed GPUs next cycle
+
+
+def test_a_wait_that_paid_for_a_reclaim_is_not_spent_again() -> None:
+    # p1 runs four 1-GPU runs over its quota on n2, each for an hour (1 GPU-hour lost
+    # each); p2's four 1-GPU workloads have waited 30 min each: 2 GPU-hours in all,
+    # which pays for two of the runs. The cycles that follow at the same moment find
+    # that wait spent (the last workloads in p2's queue paid what the first ones' own
+    # waits did not cover) and take nothing more
+    now = 36_000.0
+    work = [
+        workload("mine", project="p1", gpus=4, running_on=["n1"], started_at=0.0),
+        *(
+            workload(f"run{i}", project="p1", gpus=1, running_on=["n2"], started_at=now - 3600)
+            for i in range(4)
+        ),
+        *(workload(f"ask{i}", project="p2", gpus=1, submitted_at=now - 1801) for i in range(4)),
+    ]
+    final, results = settle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
+    assert sum(len(_evicted(r)) for r in results) == 2
+    assert not results[-1].changed
+    spent = {w.id: w.room_wait_since for w in final.workloads if w.id in ("ask2", "ask3")}
+    assert spent["ask3"] == now and now - 10 < spent["ask2"] < now  # seconds of it are left
+    reason = results[-1].pending["ask2"].reason
+    assert "p2's waiting workloads have waited for room so far (0.0 GPU-hours)" in reason
 
 
 def test_a_preempted_workload_waits_from_its_eviction_not_from_its_submission() -> None:

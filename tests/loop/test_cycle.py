@@ -186,6 +186,37 @@ def test_a_pool_that_weighs_lost_work_spares_a_long_run_and_says_why(cluster, su
     assert "would throw away 40.0 GPU-hours" in owner.pending_reason
 
 
+def test_a_wait_that_paid_for_a_reclaim_is_stored_and_not_spent_again(cluster, submit):
+    # nlp borrows the whole pool in 2-GPU runs of an hour (2 GPU-hours lost each);
+    # vision's six 1-GPU workloads have waited 30 min each: 3 GPU-hours, which pays for
+    # one run. The cycle stores what the wait paid on the last ones in vision's queue, so
+    # the next cycle does not spend it again (the four still waiting have waited 2
+    # GPU-hours, 1.5 of which paid)
+    pool = cluster["pool"]
+    pool.reclaim_weighs_lost_work = True
+    pool.save()
+    victims = [submit("nlp", f"borrow-{i}", gpus=2) for i in range(8)]
+    run_cycle()
+    now = timezone.now()
+    Workload.objects.filter(pk__in=[v.pk for v in victims]).update(
+        started_at=now - timedelta(hours=1)
+    )
+    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=pool, gpus=0)
+    asks = [submit("vision", f"ask-{i}", gpus=1) for i in range(6)]
+    Workload.objects.filter(pk__in=[a.pk for a in asks]).update(
+        submitted_at=now - timedelta(minutes=30, seconds=5)
+    )
+    run_cycle()
+    assert sum(len(_events(v, EventType.PREEMPTED)) for v in victims) == 1
+    last = Workload.objects.get(pk=asks[-1].pk)
+    assert last.status == WorkloadStatus.PENDING
+    assert last.room_wait_since is not None and last.room_wait_since >= now
+    run_cycle()
+    assert sum(len(_events(v, EventType.PREEMPTED)) for v in victims) == 1
+    waiting = Workload.objects.get(pk=asks[2].pk)
+    assert "would throw away 2.0 GPU-hours" in waiting.pending_reason
+
+
 def test_when_a_workload_s_turn_comes_its_wait_for_room_starts(cluster, submit):
     # nlp's limit keeps "more" waiting; once it is lifted the GPUs are too scattered (2
     # free on one node, 4 on the other): it waits for room from that cycle on

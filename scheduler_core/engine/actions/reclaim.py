@@ -26,10 +26,11 @@ from scheduler_core.engine.actions.common import (
 )
 from scheduler_core.engine.actions.reclaim_index import ReclaimEntry, ReclaimIndex, entry_seq
 from scheduler_core.engine.actions.reserve import waits_for_hold
+from scheduler_core.engine.actions.room_waits import RoomWaits
 from scheduler_core.engine.decisions import EVICT_RECLAIM
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
-from scheduler_core.engine.lost_work import lost_gpu_seconds, waited_gpu_seconds
+from scheduler_core.engine.lost_work import lost_gpu_seconds
 from scheduler_core.engine.placement import describe_misfit
 from scheduler_core.engine.reasons import format_time
 from scheduler_core.engine.resources import EPSILON
@@ -48,7 +49,7 @@ def reclaim(session: Session) -> None:
         failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]] = {}
         budget = Budget(pool.config.max_reclaims_per_cycle)
         index = ReclaimIndex(pool.name)
-        waited = _waited_by_queue(session, jobs) if pool.config.reclaim_weighs_lost_work else {}
+        waits = RoomWaits(session, jobs) if pool.config.reclaim_weighs_lost_work else None
         in_queue_order(
             session,
             pool.name,
@@ -60,31 +61,13 @@ def reclaim(session: Session) -> None:
                 index=index,
                 failed=failed,
                 budget=budget,
-                waited=waited,
+                waits=waits,
             ),
             extra_of=partial(asked_request, session),
             viable=partial(_within_fairshare, session, pool.name),
             skip=partial(_explain_over_fairshare, session, pool),
             frozen=budget.spent,
         )
-
-
-def _waited_by_queue(session: Session, jobs: list[WorkloadState]) -> dict[str, float]:
-    """GPU-seconds each project's pending workloads have waited for room since they last
-    became pending (lost_work.waited_gpu_seconds): the fairness a queue kept waiting has
-    paid, and what reclaim may throw away to serve it in a pool that weighs lost work
-    (ski rental, as for consolidation's moves in lost_work.move_is_worth_it, but per
-    queue: reclaim restores a queue's share, not one job's). Young runs are taken at
-    once; a run of many GPU-hours only once the queue has waited about as long, by when
-    GPUs have often freed by themselves."""
-    waited: dict[str, float] = {}
-    for job in jobs:
-        if not job.pods:
-            gpus = session.gang_request(job)[0]
-            waited[job.project] = waited.get(job.project, 0.0) + waited_gpu_seconds(
-                job.spec, gpus, session.now
-            )
-    return waited
 
 
 def _within_fairshare(session: Session, pool: str, w: WorkloadState) -> bool:
@@ -124,7 +107,7 @@ def _attempt(
     index: ReclaimIndex,
     failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]],
     budget: Budget,
-    waited: dict[str, float],
+    waits: RoomWaits | None,
 ) -> None:
     if w.failed:
         return
@@ -218,8 +201,8 @@ def _attempt(
     # victim id -> why it may be taken although that drops its queue below deserved
     straddled: dict[str, str] = {}
     # in a pool that weighs lost work, the runs evicted may throw away no more GPU-time
-    # than the reclaiming queue's waiting workloads have waited (see reclaim)
-    allowance = waited.get(w.project, 0.0) if pool.config.reclaim_weighs_lost_work else math.inf
+    # than the reclaiming queue's waiting workloads have waited and not spent yet
+    allowance = math.inf if waits is None else waits.allowance(w.project)
     # the runs taken so far and what each throws away (also those put back later)
     charged: list[tuple[VictimStep, float]] = []
     # runs turned down for their cost: (all the runs taken so far with it, its own, it)
@@ -278,13 +261,10 @@ def _attempt(
     if placed:
         stmt.commit()
         budget.use()
-        if w.project in waited:
-            # what this reclaim threw away (victims put back lost nothing), and the wait
-            # of the workload it started, are paid: the queue's later workloads this
-            # cycle weigh only what is left
-            thrown = sum(lost for step, lost in charged if _stopped(step))
-            paid = thrown + waited_gpu_seconds(w.spec, extra[0], session.now)
-            waited[w.project] = max(waited[w.project] - paid, 0.0)
+        if waits is not None:
+            # what this reclaim threw away (victims put back lost nothing) is paid for
+            # with its queue's wait, which no later reclaim spends again
+            waits.pay(w, sum(lost for step, lost in charged if _stopped(step)))
         return
     stmt.discard()
     protected.clear()

@@ -85,6 +85,11 @@ def build_result(session: Session) -> CycleResult:
         queues=session.queue_statuses(),
         idle_gpus=sum(n.free_whole for n in session.nodes.values() if n.ready),
         not_growing=_not_growing(session),
+        room_wait_since={
+            wid: since
+            for wid, since in session.room_wait_paid.items()
+            if not session.workloads[wid].pods and not session.workloads[wid].failed
+        },
     )
 
 

@@ -20,6 +20,7 @@ from scheduler_core.engine.framework.queue_hooks import QueueHooks
 from scheduler_core.engine.framework.result import build_result
 from scheduler_core.engine.framework.state import NodeState, PoolIndex, WorkloadState
 from scheduler_core.engine.framework.statement import Statement
+from scheduler_core.engine.lost_work import room_wait_start
 from scheduler_core.engine.plugins.priority import priority_order
 from scheduler_core.engine.resources import EPSILON
 from scheduler_core.engine.snapshot import ClusterSnapshot, PodPlacement, QueueSpec
@@ -80,6 +81,9 @@ class Session:
         self._protection: dict[str, float | None] = {}
         self.workloads: dict[str, WorkloadState] = {}
         self.reasons: dict[str, dict[str, tuple[str, str]]] = {}
+        # pending workload id -> when its wait for room counts from, for those whose
+        # wait paid for a reclaim of this cycle (see actions/room_waits.py)
+        self.room_wait_paid: dict[str, float] = {}
         # (action, pool, WorkloadState.kind_key) -> (commits, verdict): see alike()
         self._alike: dict[tuple[object, ...], tuple[int, Any]] = {}
         queues = self.queues
@@ -459,6 +463,23 @@ class Session:
         if current is not None and current[0] == "capacity" and current[1] not in message:
             message = f"{current[1]}; {message}"
         self.set_reason(w, pool, kind, message)
+
+    def room_waited(self, w: WorkloadState, gpus: float) -> float:
+        """GPU-seconds the pending workload `w` of `gpus` GPUs has waited for room and
+        not spent on a reclaim (lost_work.waited_gpu_seconds, less this cycle's spending)."""
+        since = self.room_wait_paid.get(w.id)
+        if since is None:
+            since = room_wait_start(w.spec)
+        return gpus * max(self.now - since, 0.0)
+
+    def pay_room_wait(self, w: WorkloadState, gpus: float, spent: float) -> None:
+        """Spend `spent` GPU-seconds of the wait of `w` (of `gpus` GPUs): its wait for
+        room counts from that much later."""
+        since = self.room_wait_paid.get(w.id)
+        if since is None:
+            since = room_wait_start(w.spec)
+        if gpus > 0.0:
+            self.room_wait_paid[w.id] = min(since + spent / gpus, self.now)
 
     def pending_workloads(self) -> list[WorkloadState]:
         """Workloads without pods (that have not failed), in snapshot order."""

@@ -1,0 +1,82 @@
+"""What a queue's waiting workloads have waited for room, and what reclaim spends of it.
+
+In a pool that weighs lost work (PoolConfig.reclaim_weighs_lost_work), a queue may
+throw away, to reclaim room, no more GPU-time than its pending workloads have waited
+for room (lost_work.waited_gpu_seconds): ski rental, as for consolidation's moves
+(lost_work.move_is_worth_it), but per queue, since reclaim restores a queue's share,
+not one job's. Young runs are taken at once; a run of many GPU-hours only once the
+queue has waited about as long, by when GPUs have often freed by themselves.
+
+Waiting is the rent, a reclaim the purchase: once a wait has paid for a reclaim it is
+spent. The workload a reclaim starts pays
+first with its own wait (which ends as it starts); what the victims lose beyond that is
+charged to the queue's other pending workloads, the last in queue order first (they
+will wait longest, so the charge is not forgotten when the next one starts). A charged
+workload's wait then counts from later on (Session.room_wait_paid, which the cycle's
+result carries as CycleResult.room_wait_since): without that, every cycle would spend
+the same hours again, and a queue of many small waiting jobs could take back run after
+run on an allowance of a few GPU-hours.
+"""
+
+from __future__ import annotations
+
+from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.framework.state import WorkloadState
+from scheduler_core.engine.plugins.priority import priority_order
+from scheduler_core.engine.resources import EPSILON
+
+
+class RoomWaits:
+    """The room-wait of each queue's pending workloads in one pool, during reclaim."""
+
+    __slots__ = ("_gpus", "_left", "_next", "_queues", "_session", "_totals")
+
+    def __init__(self, session: Session, jobs: list[WorkloadState]) -> None:
+        self._session = session
+        # per project, its pending workloads, the last in queue order first
+        self._queues: dict[str, list[WorkloadState]] = {}
+        self._left: dict[str, float] = {}  # workload id -> wait not spent yet
+        self._gpus: dict[str, float] = {}  # workload id -> the GPUs its wait counts
+        for job in jobs:
+            if job.pods:
+                continue  # a running elastic workload asking for more has no wait
+            gpus = session.gang_request(job)[0]
+            self._gpus[job.id] = gpus
+            self._left[job.id] = session.room_waited(job, gpus)
+            self._queues.setdefault(job.project, []).append(job)
+        self._totals: dict[str, float] = {}  # project -> the sum of its workloads' _left
+        # project -> where in its queue charging goes on (those before have nothing left)
+        self._next: dict[str, int] = {}
+        for project, queue in self._queues.items():
+            queue.sort(key=priority_order, reverse=True)
+            self._totals[project] = sum(self._left[job.id] for job in queue)
+
+    def allowance(self, project: str) -> float:
+        """GPU-seconds the pending workloads of `project` have waited and not spent."""
+        return max(self._totals.get(project, 0.0), 0.0)
+
+    def pay(self, started: WorkloadState, thrown: float) -> None:
+        """`started` was started (or grown) by a reclaim that threw away `thrown`
+        GPU-seconds: its own wait pays first, the other pending workloads of its queue
+        the rest (see the module doc)."""
+        own = self._left.pop(started.id, 0.0)
+        project = started.project
+        if project in self._totals:
+            self._totals[project] -= own
+        owed = thrown - own
+        if owed <= EPSILON:
+            return
+        queue = self._queues.get(project, [])
+        i = self._next.get(project, 0)
+        while i < len(queue) and owed > EPSILON:
+            job = queue[i]
+            left = self._left.get(job.id, 0.0)
+            spent = min(left, owed)
+            if spent > 0.0:
+                self._left[job.id] = left - spent
+                self._totals[project] -= spent
+                self._session.pay_room_wait(job, self._gpus[job.id], spent)
+                owed -= spent
+            if left - spent <= EPSILON:
+                i += 1
+        self._next[project] = i

@@ -64,7 +64,9 @@ Result:
   `Shrink(workload, pods, reason)`, `Expand(workload, pods)`, `Fail(workload, reason)`,
   to apply in order; `pending[workload_id]` is a `PendingInfo(workload, queue,
   reason_kind, reason, queue_position)`; `queues[queue][pool]` is a
-  `QueueStatus(queue, pool, deserved, limit, fairshare, allocated, requested)`.
+  `QueueStatus(queue, pool, deserved, limit, fairshare, allocated, requested)`;
+  `room_wait_since[workload_id]`: pending workloads whose wait for room paid for a
+  reclaim, and when that wait counts from now on (the caller stores it on the workload).
 
 Simulation (shared by the scenario runner and the benchmark):
 - `scheduler_core.engine.simulation.Simulation`: time-stepped state with events

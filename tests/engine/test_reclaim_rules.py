@@ -318,3 +318,21 @@ def test_a_limit_that_blocks_more_important_work_gives_way_to_in_queue_preemptio
         for r in res.decisions
         if isinstance(r, Evict)
     )
+
+
+def test_room_an_earlier_reclaim_freed_is_taken_without_evicting_more() -> None:
+    # p1 (no quota) runs eight 2-GPU jobs on two 8-GPU nodes; p2 asks for two 1-GPU
+    # workloads. The first reclaims one run (2 GPUs); the second fits in the GPU left
+    # over, so nothing else is evicted and no GPU is left idle
+    nodes = [node("n1", 8), node("n2", 8)]
+    queues = [dept("org", 16), project("p1", gpus=0), project("p2", gpus=16)]
+    work = [
+        *(
+            workload(f"run{i}", project="p1", gpus=2, running_on=[f"n{1 + i // 4}"])
+            for i in range(8)
+        ),
+        *(workload(f"ask{i}", project="p2", gpus=1, submitted_at=50.0) for i in range(2)),
+    ]
+    result = run_cycle(snapshot(nodes, queues, work))
+    assert len(_evictions([result])) == 1
+    assert result.idle_gpus == 0 and list(result.pending) == ["run7"]

@@ -295,8 +295,9 @@ def free_and_place(
     admits: Callable[[WorkloadState, Vec], bool] | None = None,
 ) -> bool:
     """Shrink elastic victims one pod at a time, then evict whole victims, in the given
-    order and only where `allowed`, until `job` fits; then give back whatever turns out
-    not to be needed. `victims` is consumed lazily; `elastic` lists the elastic ones
+    order and only where `allowed`, until `job` fits (nothing, when room an earlier
+    eviction freed already holds it); then give back whatever turns out not to be
+    needed. `victims` is consumed lazily; `elastic` lists the elastic ones
     (taken from `victims` when not given). `admits(w, more)`, when given, says whether
     the queue limits let `w` take `more`: the job is placed only once they let it take
     its pods, and a victim is put back only where they let it take its own back (room
@@ -315,7 +316,8 @@ def free_and_place(
             return False
         return try_start(session, stmt, job, pool, counts)
 
-    placed = False
+    # room an earlier eviction of this action freed may already hold it: take nothing
+    placed = attempt_place()
     # elastic victims first: one pod at a time, round by round
     shrinking = [v for v in elastic if v.extra_pods() > 0]
     progress = True

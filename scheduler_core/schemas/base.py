@@ -341,6 +341,8 @@ NodeMemory = Annotated[float, number(ge=0, le=MAX_NODE_MEMORY)]
 PerCycle = Annotated[int, whole(ge=1, le=MAX_PER_CYCLE)]
 MAX_PREEMPTIONS_PER_WORKLOAD = 1000
 PerWorkload = Annotated[int, whole(ge=1, le=MAX_PREEMPTIONS_PER_WORKLOAD)]
+Preemptions = Annotated[int, whole(ge=0, le=2**31 - 1)]
+"""Times a workload was preempted (a count the database keeps in a positive integer)."""
 UsageK = Annotated[float, number(ge=0, le=MAX_USAGE_K)]
 
 NAME_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"

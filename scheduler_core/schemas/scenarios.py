@@ -23,6 +23,7 @@ from scheduler_core.schemas.base import (
     NodeGPUs,
     NodeMemory,
     Omittable,
+    Preemptions,
     Priority,
     QueueWeight,
     Rank,
@@ -104,15 +105,24 @@ class ScenarioWorkload(WorkloadShape):
 
 
 class InitialWorkload(ScenarioWorkload):
-    """A workload present at time 0, possibly running already."""
+    """A workload present at time 0, possibly running already. Beyond FORMAT.md (what a
+    copy of a live cluster carries): a pending one's `pending_since` (when it last went
+    back to the queue) and `room_wait_since` (when its wait for room counts from), and
+    `preemptions`, the times reclaim or priority preemption evicted it so far."""
 
     running_on: list[Any] | None = None
     started_at: Omittable[Time] = None
+    pending_since: Omittable[Time] = None
+    room_wait_since: Omittable[Time] = None
+    preemptions: Preemptions = 0
 
     @model_validator(mode="after")
     def _started_needs_running(self) -> InitialWorkload:
         if self.started_at is not None and self.running_on is None:
             raise rule_error("needs `running_on`", at=("started_at",))
+        for key in ("pending_since", "room_wait_since"):
+            if getattr(self, key) is not None and self.running_on is not None:
+                raise rule_error("is for a pending workload, not one with `running_on`", at=(key,))
         return self
 
 

@@ -5,7 +5,10 @@ A what-if run replays a copy of the cluster as it is now: pools with their setti
 workload with its placement, how long it has run, and the simulated runtime it still has
 to go. Names in the copy are the live names; a workload is `<project>/<name>` because
 workload names are unique per project only. Running workloads keep their real start (a
-negative `started_at`), so a pool's minimum guaranteed runtime protects them as it would.
+negative `started_at`), so a pool's minimum guaranteed runtime protects them as it would;
+waiting ones keep how long they have waited (a negative `pending_since`, and
+`room_wait_since`), and every workload how often it was preempted (`preemptions`), so a
+pool that weighs lost work or bounds preemptions decides as it would.
 """
 
 from __future__ import annotations
@@ -223,4 +226,24 @@ def _workload(
     if workload.status in PLACED_STATES and placed and set(placed) <= up_nodes:
         data["running_on"] = placed
         data["started_at"] = -running_for(workload, now=now)
+    else:
+        data.update(_waiting(workload, now=now))
+    if workload.preemptions:
+        data["preemptions"] = workload.preemptions
     return data
+
+
+def _waiting(workload: Workload, *, now: datetime) -> dict[str, float]:
+    """How long a workload the copy holds as pending has waited, as times before the
+    copy's start (0 is now): when it last went back to the queue (its submission, if
+    never) and, where its queue's rules held it or a reclaim spent its wait, when its
+    wait for room counts from. A pool that weighs lost work weighs that wait."""
+    since = workload.pending_since or workload.submitted_at
+    data = {"pending_since": -_seconds_before(since, now)}
+    if workload.room_wait_since is not None:
+        data["room_wait_since"] = -_seconds_before(workload.room_wait_since, now)
+    return data
+
+
+def _seconds_before(moment: datetime, now: datetime) -> float:
+    return round(max((now - moment).total_seconds(), 0.0), 3)

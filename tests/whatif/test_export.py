@@ -12,7 +12,7 @@ from django.utils import timezone
 from scheduler_core.choices import NodeState
 from scheduler_core.models import WorkloadCandidatePool
 from scheduler_core.whatif.export import scenario_from_live_cluster
-from scheduler_core.whatif.scenarios import parse_scenario
+from scheduler_core.whatif.scenarios import ScenarioError, parse_scenario
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -121,3 +121,50 @@ def test_the_copy_takes_the_same_number_of_queries_for_any_cluster_size(cluster)
         WorkloadCandidatePool.objects.create(workload=w, pool=cluster["pool"])
         factories.project(cluster["dept"], f"extra-{i}")
     assert count() == small
+
+
+def test_waiting_work_keeps_its_wait_and_every_workload_its_preemptions(cluster):
+    # "queued" went back to the queue an hour ago (preempted twice); its wait for room
+    # counts from 30 min ago. A pool that weighs lost work or bounds preemptions decides
+    # on the copy as it would on the live cluster
+    now = timezone.now()
+    factories.workload(
+        cluster["nlp"],
+        "queued",
+        submitted_at=now - timedelta(hours=2),
+        pending_since=now - timedelta(hours=1),
+        room_wait_since=now - timedelta(minutes=30),
+        preemptions=2,
+    )
+    factories.workload(cluster["nlp"], "fresh", submitted_at=now - timedelta(seconds=90))
+    running = factories.running_workload(cluster["vision"], [cluster["nodes"][0]], name="run")
+    running.preemptions = 1
+    running.save()
+    scenario = scenario_from_live_cluster(now=now)
+    workloads = by_name(scenario["workloads"])
+    queued = workloads["nlp/queued"]
+    assert (queued["pending_since"], queued["room_wait_since"]) == (-3600, -1800)
+    assert queued["preemptions"] == 2
+    assert workloads["nlp/fresh"]["pending_since"] == -90
+    assert "preemptions" not in workloads["nlp/fresh"]
+    assert workloads["vision/run"]["preemptions"] == 1
+    assert "pending_since" not in workloads["vision/run"]
+    specs = {w.id: w for w in parse_scenario(scenario, "copy").workloads}
+    assert specs["nlp/queued"].pending_since == -3600
+    assert specs["nlp/queued"].room_wait_since == -1800
+    assert (specs["nlp/queued"].preemptions, specs["vision/run"].preemptions) == (2, 1)
+
+
+def test_a_scenario_says_when_a_running_workload_is_given_a_wait():
+    scenario = {
+        "name": "bad",
+        "nodes": [{"name": "n1", "gpus": 8}],
+        "departments": [{"name": "d"}],
+        "projects": [{"name": "p", "department": "d"}],
+        "workloads": [
+            {"name": "w", "project": "p", "gpus": 1, "running_on": ["n1"], "pending_since": -60}
+        ],
+    }
+    said = r"'pending_since' is for a pending workload, not one with 'running_on'"
+    with pytest.raises(ScenarioError, match=said):
+        parse_scenario(scenario, "bad")

@@ -322,9 +322,14 @@ class _Builder:
         pods: tuple[PodPlacement, ...] = ()
         pool: str | None = None
         started_at: float | None = None
-        if isinstance(item, InitialWorkload) and item.running_on is not None:
-            pods, pool = self._placements(where, item.running_on, groups, cand, selector)
-            started_at = item.started_at or 0.0
+        pending_since = room_wait_since = None
+        preemptions = 0
+        if isinstance(item, InitialWorkload):
+            pending_since, room_wait_since = item.pending_since, item.room_wait_since
+            preemptions = item.preemptions
+            if item.running_on is not None:
+                pods, pool = self._placements(where, item.running_on, groups, cand, selector)
+                started_at = item.started_at or 0.0
         priority, preemptible = item.priority_and_preemptible()
         self.known.add(item.name)
         return WorkloadSpec(
@@ -345,6 +350,9 @@ class _Builder:
             pods=pods,
             pool=pool,
             started_at=started_at,
+            pending_since=pending_since,
+            room_wait_since=room_wait_since,
+            preemptions=preemptions,
         )
 
     def _placements(

@@ -168,16 +168,23 @@ def test_a_quota_change_reclaims_gpus_with_a_preempted_event(cluster, submit):
     assert evicted[0].pending_since == event.created_at
 
 
-def test_a_pool_that_weighs_lost_work_spares_a_long_run_and_says_why(cluster, submit):
+def _nlp_borrows_the_pool(cluster, submit, runs: int, gpus: int, hours: float):
+    """In a pool that weighs lost work, nlp fills the pool with `runs` runs of `gpus`
+    GPUs that started `hours` ago, then loses its quota: every run is over it."""
     pool = cluster["pool"]
     pool.reclaim_weighs_lost_work = True
     pool.save()
-    victims = [submit("nlp", f"borrow-{i}", gpus=8) for i in range(2)]
+    victims = [submit("nlp", f"borrow-{i}", gpus=gpus) for i in range(runs)]
     run_cycle()
     Workload.objects.filter(pk__in=[v.pk for v in victims]).update(
-        started_at=timezone.now() - timedelta(hours=5)
+        started_at=timezone.now() - timedelta(hours=hours)
     )
     queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=pool, gpus=0)
+    return victims
+
+
+def test_a_pool_that_weighs_lost_work_spares_a_long_run_and_says_why(cluster, submit):
+    victims = _nlp_borrows_the_pool(cluster, submit, runs=2, gpus=8, hours=5)
     owner = submit("vision", "owner", gpus=8)
     run_cycle()
     assert not any(_events(w, EventType.PREEMPTED) for w in victims)
@@ -192,16 +199,8 @@ def test_a_wait_that_paid_for_a_reclaim_is_stored_and_not_spent_again(cluster, s
     # one run. The cycle stores what the wait paid on the last ones in vision's queue, so
     # the next cycle does not spend it again (the four still waiting have waited 2
     # GPU-hours, 1.5 of which paid)
-    pool = cluster["pool"]
-    pool.reclaim_weighs_lost_work = True
-    pool.save()
-    victims = [submit("nlp", f"borrow-{i}", gpus=2) for i in range(8)]
-    run_cycle()
+    victims = _nlp_borrows_the_pool(cluster, submit, runs=8, gpus=2, hours=1)
     now = timezone.now()
-    Workload.objects.filter(pk__in=[v.pk for v in victims]).update(
-        started_at=now - timedelta(hours=1)
-    )
-    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=pool, gpus=0)
     asks = [submit("vision", f"ask-{i}", gpus=1) for i in range(6)]
     Workload.objects.filter(pk__in=[a.pk for a in asks]).update(
         submitted_at=now - timedelta(minutes=30, seconds=5)

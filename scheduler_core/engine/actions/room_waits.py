@@ -8,14 +8,14 @@ not one job's. Young runs are taken at once; a run of many GPU-hours only once t
 queue has waited about as long, by when GPUs have often freed by themselves.
 
 Waiting is the rent, a reclaim the purchase: once a wait has paid for a reclaim it is
-spent. The workload a reclaim starts pays
-first with its own wait (which ends as it starts); what the victims lose beyond that is
-charged to the queue's other pending workloads, the last in queue order first (they
-will wait longest, so the charge is not forgotten when the next one starts). A charged
-workload's wait then counts from later on (Session.room_wait_paid, which the cycle's
-result carries as CycleResult.room_wait_since): without that, every cycle would spend
-the same hours again, and a queue of many small waiting jobs could take back run after
-run on an allowance of a few GPU-hours.
+spent. The workload a reclaim starts pays first with its own wait (which ends as it
+starts); what the victims lose beyond that is charged to the queue's other pending
+workloads, the last in queue order first (they will wait longest, so the charge is not
+forgotten when the next one starts). A charged workload's wait then counts from later
+on (Session.room_wait_paid, which the cycle's result carries as
+CycleResult.room_wait_since): without that, every cycle would weigh the same hours
+again, and a queue of many small waiting jobs could take back run after run on an
+allowance of a few GPU-hours.
 """
 
 from __future__ import annotations

@@ -198,7 +198,8 @@ def test_a_queue_that_just_started_waiting_does_not_throw_away_hours_of_a_run() 
     ]
     reason = _why_ask_waits(work, now)
     assert "20.0 GPU-hours of long's run" in reason
-    assert "p2's waiting workloads have waited for room so far (0.1 GPU-hours)" in reason
+    assert "p2's waiting workloads have waited for room and not yet spent on reclaims" in reason
+    assert "(0.1 GPU-hours)" in reason
     # KAI's behaviour (the default) reclaims at once
     assert _evicted(run_cycle(snapshot(NODES, TWO_QUEUES, work, now=now))) == ["long"]
 
@@ -215,7 +216,8 @@ def test_the_reason_counts_every_run_a_reclaim_would_throw_away() -> None:
     ]
     reason = _why_ask_waits(work, now)
     assert "would throw away 4.0 GPU-hours of runs, 2.0 of them a's (p1)" in reason
-    assert "more than p2's waiting workloads have waited for room so far (3.0 GPU-hours)" in reason
+    assert "more than p2's waiting workloads have waited for room and not yet spent" in reason
+    assert "on reclaims (3.0 GPU-hours)" in reason
 
 
 def test_a_young_run_is_reclaimed_at_once() -> None:
@@ -261,7 +263,7 @@ def test_a_wait_that_paid_for_a_reclaim_is_not_spent_again() -> None:
     spent = {w.id: w.room_wait_since for w in final.workloads if w.id in ("ask2", "ask3")}
     assert spent["ask3"] == now and now - 10 < spent["ask2"] < now  # seconds of it are left
     reason = results[-1].pending["ask2"].reason
-    assert "p2's waiting workloads have waited for room so far (0.0 GPU-hours)" in reason
+    assert "waited for room and not yet spent on reclaims (0.0 GPU-hours)" in reason
 
 
 def test_a_preempted_workload_waits_from_its_eviction_not_from_its_submission() -> None:

@@ -333,6 +333,7 @@ def _too_costly(
         )
     return (
         f"{describe_misfit(pool, w, counts)}; {cost}, more than {w.project}'s waiting "
-        f"workloads have waited for room so far ({allowance / 3600:.1f} GPU-hours), so it "
-        f"waits for GPUs to free (pool {pool.name} weighs lost work)"
+        f"workloads have waited for room and not yet spent on reclaims "
+        f"({allowance / 3600:.1f} GPU-hours), so it waits for GPUs to free (pool "
+        f"{pool.name} weighs lost work)"
     )

@@ -172,7 +172,7 @@ def running_for(workload: Workload, *, now: datetime) -> float:
     """Seconds since a running workload (re)started; 0 for a pending one."""
     if workload.status not in PLACED_STATES or workload.started_at is None:
         return 0.0
-    return round(max((now - workload.started_at).total_seconds(), 0.0), 3)
+    return _seconds_before(workload.started_at, now)
 
 
 def run_length(workload: Workload, *, now: datetime) -> float | None:
@@ -246,4 +246,5 @@ def _waiting(workload: Workload, *, now: datetime) -> dict[str, float]:
 
 
 def _seconds_before(moment: datetime, now: datetime) -> float:
+    """Seconds from `moment` to `now` (0 for a moment after it), to the millisecond."""
     return round(max((now - moment).total_seconds(), 0.0), 3)

@@ -205,10 +205,12 @@ def _attempt(
     allowance = math.inf if waits is None else waits.allowance(w.project)
     # the runs taken so far and what each throws away (also those put back later)
     charged: list[tuple[VictimStep, float]] = []
+    charged_total = 0.0
     # runs turned down for their cost: (all the runs taken so far with it, its own, it)
     costly: list[tuple[float, float, WorkloadState]] = []
 
     def allowed(step: VictimStep) -> bool:
+        nonlocal charged_total
         v = step.victim
         freed = step.freed()
         given = (freed[0], freed[1], freed[2])
@@ -225,11 +227,12 @@ def _attempt(
         if not math.isinf(allowance):
             # a whole victim's run, or the run of the one pod an elastic one gives up
             lost = lost_gpu_seconds(v.spec, session.now, freed[0])
-            total = sum(c for _, c in charged) + lost
+            total = charged_total + lost
             if total > allowance + EPSILON:
                 costly.append((total, lost, v))
                 return False
             charged.append((step, lost))
+            charged_total = total
         note = session.straddle_reason(v.project, "project", name, given)
         if note is None and other_department:
             note = session.straddle_reason(v.department, "department", name, given)

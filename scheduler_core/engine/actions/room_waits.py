@@ -27,29 +27,30 @@ from scheduler_core.engine.resources import EPSILON
 
 
 class RoomWaits:
-    """The room-wait of each queue's pending workloads in one pool, during reclaim."""
+    """What each queue's pending workloads in one pool have waited for room and not
+    spent, during reclaim (each workload's part is Session.room_waited)."""
 
-    __slots__ = ("_gpus", "_left", "_next", "_queues", "_session", "_totals")
+    __slots__ = ("_next", "_queues", "_session", "_totals")
 
     def __init__(self, session: Session, jobs: list[WorkloadState]) -> None:
         self._session = session
         # per project, its pending workloads, the last in queue order first
         self._queues: dict[str, list[WorkloadState]] = {}
-        self._left: dict[str, float] = {}  # workload id -> wait not spent yet
-        self._gpus: dict[str, float] = {}  # workload id -> the GPUs its wait counts
         for job in jobs:
-            if job.pods:
-                continue  # a running elastic workload asking for more has no wait
-            gpus = session.gang_request(job)[0]
-            self._gpus[job.id] = gpus
-            self._left[job.id] = session.room_waited(job, gpus)
-            self._queues.setdefault(job.project, []).append(job)
-        self._totals: dict[str, float] = {}  # project -> the sum of its workloads' _left
+            if not job.pods:  # a running elastic workload asking for more has no wait
+                self._queues.setdefault(job.project, []).append(job)
+        self._totals: dict[str, float] = {}  # project -> what its queue has not spent
         # project -> where in its queue charging goes on (those before have nothing left)
         self._next: dict[str, int] = {}
         for project, queue in self._queues.items():
             queue.sort(key=priority_order, reverse=True)
-            self._totals[project] = sum(self._left[job.id] for job in queue)
+            self._totals[project] = sum(self._left(job) for job in queue)
+
+    def _left(self, job: WorkloadState) -> float:
+        """What `job` has waited and not spent (nothing once it runs)."""
+        if job.pods:
+            return 0.0
+        return self._session.room_waited(job, self._session.gang_request(job)[0])
 
     def allowance(self, project: str) -> float:
         """GPU-seconds the pending workloads of `project` have waited and not spent."""
@@ -59,23 +60,21 @@ class RoomWaits:
         """`started` was started (or grown) by a reclaim that threw away `thrown`
         GPU-seconds: its own wait pays first, the other pending workloads of its queue
         the rest (see the module doc)."""
-        own = self._left.pop(started.id, 0.0)
         project = started.project
-        if project in self._totals:
-            self._totals[project] -= own
+        own = 0.0
+        if not started.initial_pods and project in self._totals:  # it was pending
+            own = self._session.room_waited(started, self._session.gang_request(started)[0])
+            self._totals[project] -= own  # its wait leaves the queue's
         owed = thrown - own
-        if owed <= EPSILON:
-            return
         queue = self._queues.get(project, [])
         i = self._next.get(project, 0)
         while i < len(queue) and owed > EPSILON:
             job = queue[i]
-            left = self._left.get(job.id, 0.0)
+            left = self._left(job)
             spent = min(left, owed)
             if spent > 0.0:
-                self._left[job.id] = left - spent
                 self._totals[project] -= spent
-                self._session.pay_room_wait(job, self._gpus[job.id], spent)
+                self._session.pay_room_wait(job, self._session.gang_request(job)[0], spent)
                 owed -= spent
             if left - spent <= EPSILON:
                 i += 1

@@ -464,22 +464,21 @@ class Session:
             message = f"{current[1]}; {message}"
         self.set_reason(w, pool, kind, message)
 
+    def _room_wait_from(self, w: WorkloadState) -> float:
+        """When the wait for room of `w` counts from, this cycle's spending included."""
+        since = self.room_wait_paid.get(w.id)
+        return room_wait_start(w.spec) if since is None else since
+
     def room_waited(self, w: WorkloadState, gpus: float) -> float:
         """GPU-seconds the pending workload `w` of `gpus` GPUs has waited for room and
         not spent on a reclaim (lost_work.waited_gpu_seconds, less this cycle's spending)."""
-        since = self.room_wait_paid.get(w.id)
-        if since is None:
-            since = room_wait_start(w.spec)
-        return gpus * max(self.now - since, 0.0)
+        return gpus * max(self.now - self._room_wait_from(w), 0.0)
 
     def pay_room_wait(self, w: WorkloadState, gpus: float, spent: float) -> None:
         """Spend `spent` GPU-seconds of the wait of `w` (of `gpus` GPUs): its wait for
         room counts from that much later."""
-        since = self.room_wait_paid.get(w.id)
-        if since is None:
-            since = room_wait_start(w.spec)
         if gpus > 0.0:
-            self.room_wait_paid[w.id] = min(since + spent / gpus, self.now)
+            self.room_wait_paid[w.id] = min(self._room_wait_from(w) + spent / gpus, self.now)
 
     def pending_workloads(self) -> list[WorkloadState]:
         """Workloads without pods (that have not failed), in snapshot order."""

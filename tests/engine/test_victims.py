@@ -67,6 +67,57 @@ def test_reclaim_takes_a_straddling_workload_whole_but_never_an_in_quota_one() -
     assert not any(isinstance(d, Evict) for r in results for d in r.decisions)
 
 
+def _two_queues_over_their_share(pools: list[PoolConfig] | None = None):  # type: ignore[no-untyped-def]
+    """a (deserved 1) and b (deserved 3) each run eight 1-GPU jobs on 16 GPUs; c's
+    4-GPU job fits no node but takes its deserved 4 of the fairshare, so a's fairshare
+    is 4 (it holds twice that) and b's 6 (a third more); b's last job has a lower
+    priority. r needs 2 GPUs."""
+    return snapshot(
+        [node("n1", 16)],
+        [
+            dept("org", 16),
+            project("a", gpus=1),
+            project("b", gpus=3),
+            project("r", gpus=4),
+            project("c", gpus=4),
+        ],
+        [workload(f"a{i}", project="a", running_on=["n1"]) for i in range(8)]
+        + [workload(f"b{i}", project="b", running_on=["n1"]) for i in range(7)]
+        + [
+            workload("b-low", project="b", priority=40, running_on=["n1"]),
+            workload("c1", project="c", gpus=4, node_selector={"gpu": "none"}),
+            workload("r1", project="r", gpus=2),
+        ],
+        pools=pools,
+    )
+
+
+def test_reclaim_takes_from_the_queue_furthest_over_its_share_first() -> None:
+    # KAI-Scheduler's victim queue order: queues give in the reverse of queue order,
+    # weighed again after each victim; priority only orders victims within a queue
+    result = run_cycle(_two_queues_over_their_share())
+    evicted = {d.workload for d in result.decisions if isinstance(d, Evict)}
+    assert len(evicted) == 2 and all(e.startswith("a") for e in evicted)
+    assert result.queues["a"]["default"].allocated.gpus == 6
+    assert result.queues["b"]["default"].allocated.gpus == 8
+
+
+def test_a_pool_that_weighs_lost_work_takes_the_lowest_priority_victim_of_any_queue() -> None:
+    pools = [PoolConfig(name="default", reclaim_weighs_lost_work=True)]
+    snap = _two_queues_over_their_share(pools)
+    # r's job has waited long enough to pay for two GPU-minutes of runs
+    snap = dataclasses.replace(
+        snap,
+        workloads=tuple(
+            dataclasses.replace(w, submitted_at=0.0, pending_since=0.0) if w.id == "r1" else w
+            for w in snap.workloads
+        ),
+    )
+    result = run_cycle(snap)
+    evicted = {d.workload for d in result.decisions if isinstance(d, Evict)}
+    assert "b-low" in evicted and len(evicted) == 2
+
+
 def test_reclaim_evicts_as_little_as_possible() -> None:
     # p1 runs two 1-GPU jobs and a 4-GPU job over its share; p2 needs one GPU: one small job goes
     snap = snapshot(

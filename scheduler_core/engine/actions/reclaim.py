@@ -3,7 +3,10 @@ from queues over their fairshare, and a queue within its deserved quota from que
 over their deserved quota. Each victim is judged on what its queue holds before it is
 taken: one that straddles the deserved line is taken whole, one wholly within the
 deserved quota is protected; across departments the departments are judged too.
-Elastic victims shrink first."""
+Elastic victims shrink first. Whole victims are taken queue by queue, the queue furthest
+over what it is entitled to first (KAI-Scheduler's victim queue order); a pool that
+weighs lost work takes the lowest priority, then the most recently started run, of all
+the queues that may give."""
 
 from __future__ import annotations
 
@@ -24,7 +27,12 @@ from scheduler_core.engine.actions.common import (
     jobs_for_pool,
     quota_pools,
 )
-from scheduler_core.engine.actions.reclaim_index import ReclaimEntry, ReclaimIndex, entry_seq
+from scheduler_core.engine.actions.reclaim_index import (
+    ReclaimEntry,
+    ReclaimIndex,
+    entry_seq,
+    victims_by_queue,
+)
 from scheduler_core.engine.actions.reserve import waits_for_hold
 from scheduler_core.engine.actions.room_waits import RoomWaits
 from scheduler_core.engine.decisions import EVICT_RECLAIM
@@ -194,8 +202,14 @@ def _attempt(
         failed[sig] = (extra[0], reason)
         session.add_reason(w, name, *reason)
         return
-    # victims of every list in (tier, victim order), earlier lists first on ties
-    candidates = (item[-1] for item in heapq.merge(*(e.keyed_victims(session) for e in entries)))
+    candidates: Iterable[WorkloadState]
+    if waits is None:
+        candidates = victims_by_queue(session, name, entries)
+    else:
+        # a pool that weighs lost work takes, among the victims of every queue that
+        # may give, the lowest priority and then the most recently started first
+        merged = heapq.merge(*(e.keyed_victims(session) for e in entries))
+        candidates = (item[-1] for item in merged)
     protected: list[tuple[float, WorkloadState]] = []
     department = w.department
     # victim id -> why it may be taken although that drops its queue below deserved

@@ -4,7 +4,11 @@ Used by the reclaim action only."""
 
 from __future__ import annotations
 
+import heapq
 from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 from scheduler_core.engine.resources import EPSILON
 
@@ -181,3 +185,58 @@ class ReclaimIndex:
                 department, self.pool, deserved_mode
             )
         return gives
+
+
+def victims_by_queue(
+    session: Session, pool: str, entries: list[ReclaimEntry]
+) -> Iterator[WorkloadState]:
+    """The victims of `entries` queue by queue, as KAI-Scheduler takes them: the next
+    victim comes from the department that gives first, then from its project that
+    gives first (Session.victim_queue_key: judged on what they hold after the
+    evictions so far, without that project's next victim), in its project's victim
+    order; earlier entries first on exact ties. Consumed lazily: a victim yielded is
+    evicted (or turned down) before the next is asked for, and only its queue's
+    figures change, so only its project and department are weighed again."""
+    cursors = [0] * len(entries)
+
+    def next_victim(n: int) -> WorkloadState | None:
+        victims = entries[n].victims
+        i = cursors[n]
+        while i < len(victims) and not victims[i].pods:
+            i += 1
+        cursors[n] = i
+        return victims[i] if i < len(victims) else None
+
+    def project_item(n: int) -> tuple[tuple[object, ...], int, WorkloadState] | None:
+        v = next_victim(n)
+        if v is None:
+            return None
+        return (session.victim_queue_key(entries[n].queue, pool, v.allocated()), n, v)
+
+    projects: dict[str, list[tuple[tuple[object, ...], int, WorkloadState]]] = {}
+    for n, entry in enumerate(entries):
+        item = project_item(n)
+        if item is not None:
+            heapq.heappush(projects.setdefault(entry.department, []), item)
+
+    def department_item(department: str) -> tuple[tuple[object, ...], int, str] | None:
+        heap = projects[department]
+        if not heap:
+            return None
+        _, n, v = heap[0]
+        return (session.victim_queue_key(department, pool, v.allocated()), n, department)
+
+    departments = [item for item in map(department_item, projects) if item is not None]
+    heapq.heapify(departments)
+    while departments:
+        _, _, department = heapq.heappop(departments)
+        heap = projects[department]
+        _, n, victim = heapq.heappop(heap)
+        cursors[n] += 1
+        yield victim
+        item = project_item(n)
+        if item is not None:
+            heapq.heappush(heap, item)
+        again = department_item(department)
+        if again is not None:
+            heapq.heappush(departments, again)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from scheduler_core.engine.decisions import QueueStatus
     from scheduler_core.engine.framework.session import Vec
     from scheduler_core.engine.framework.state import WorkloadState
@@ -23,6 +25,11 @@ class QueueHooks(Protocol):
     def queue_order_inputs(self, w: WorkloadState, pool: str) -> object:
         """What queue_order_key depends on that may change within a session (the same
         inputs give the same key)."""
+        ...
+
+    def victim_queue_key(self, queue: str, pool: str, minus: Sequence[float]) -> tuple[object, ...]:
+        """Order in which queues give up a running workload holding `minus` to a
+        reclaimer (smaller first)."""
         ...
 
     def over_fairshare(self, queue: str, pool: str, extra: Vec) -> bool:

@@ -10,7 +10,7 @@ turns the final state into a CycleResult (see result.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from scheduler_core.engine.decisions import CycleResult, QueueStatus
@@ -389,6 +389,11 @@ class Session:
         """What queue_key depends on that may change within the session: the same
         inputs give the same key."""
         return self._queue_hooks.queue_order_inputs(w, pool)
+
+    def victim_queue_key(self, queue: str, pool: str, minus: Sequence[float]) -> tuple[object, ...]:
+        """Order in which queues (of one level) give up a running workload holding
+        `minus` to a reclaimer, judged on what they hold now (smaller first)."""
+        return self._queue_hooks.victim_queue_key(queue, pool, minus)
 
     def over_fairshare(self, queue: str, pool: str, extra: Vec) -> bool:
         """Would `queue` exceed its fairshare (on a governed resource) with `extra`?"""

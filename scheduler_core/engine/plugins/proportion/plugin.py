@@ -24,7 +24,7 @@ from scheduler_core.engine.resources import EPSILON, UNLIMITED, Resources, forma
 from scheduler_core.engine.snapshot import KIND_INTERACTIVE
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from scheduler_core.engine.framework.session import Key, Session, Vec
     from scheduler_core.engine.framework.state import WorkloadState
@@ -137,6 +137,45 @@ class ProportionPlugin(Plugin):
                 )
             )
         return tuple(keys)
+
+    def victim_queue_key(self, queue: str, pool: str, minus: Sequence[float]) -> tuple[object, ...]:
+        """Order in which queues (of one level) give up a running workload holding
+        `minus` to a reclaimer (smaller first): KAI-Scheduler's victim queue order, the
+        reverse of queue order. A queue over its fairshare first, then one over its
+        deserved quota, the lower rank, then the largest share of what it is entitled
+        to once `minus` is taken, then the largest share now; the newer queue breaks
+        exact ties."""
+        key = (queue, pool)
+        acc = self._acc.get(key, _ZERO)
+        fair = self._fair.get(key, _ZERO)
+        des = self._deserved.get(key, (0.0, UNLIMITED, UNLIMITED))
+        ent = self._entitled.get(key, _NOT_MEASURED)
+        over_fair = False
+        over_des = False
+        after = 0.0
+        now = 0.0
+        for i in range(3):
+            a = acc[i]
+            if math.isfinite(des[i]):
+                over_fair = over_fair or a > fair[i] + EPSILON
+                over_des = over_des or a > des[i] + EPSILON
+            whole = ent[i]
+            if whole > EPSILON:
+                if whole != UNLIMITED:
+                    after = max(after, (a - minus[i]) / whole)
+                    now = max(now, a / whole)
+            else:
+                after = max(after, (a - minus[i]) * _NO_SHARE)
+                now = max(now, a * _NO_SHARE)
+        q = self.session.queues.get(queue)
+        return (
+            not over_fair,
+            not over_des,
+            q.rank if q else 0,
+            -round(after, 9),
+            -round(now, 9),
+            -(q.creation_order if q else 0),
+        )
 
     def _entitled_to(self, session: Session) -> dict[Key, Vec]:
         """What each queue is entitled to per resource, the measure of queue order:

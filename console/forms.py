@@ -261,6 +261,7 @@ class WorkloadFilterForm(forms.Form):
         "gpus": "gpu_total",
         "submitted": "submitted_at",
         "runtime": "run_time",
+        "preemptions": "preemptions",
     }
 
     q = forms.CharField(required=False, max_length=100, label="Search by name")

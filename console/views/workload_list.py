@@ -1,6 +1,7 @@
-"""The workloads list: search, filters applied as they are chosen, sortable columns, a pool
-and a run-time column, active workloads only unless asked, and bulk cancel / priority (rows
-update in place from live events; new ones are counted behind "N new")."""
+"""The workloads list: search, filters applied as they are chosen, sortable columns, a
+pool, a run-time and a times-preempted column, active workloads only unless asked, and
+bulk cancel / priority (rows update in place from live events; new ones are counted
+behind "N new")."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ COLUMNS = [  # (label, sort key or "", numeric)
     ("Nodes", "", False),
     ("Submitted", "submitted", False),
     ("Run time", "runtime", True),
+    ("Preempted", "preemptions", True),
     ("Pending reason", "", False),
 ]
 

@@ -72,6 +72,7 @@ def workload_state(
         "reason": workload.pending_reason,
         "queue_position": workload.queue_position,
         "priority": workload.priority,
+        "preemptions": workload.preemptions,
     }
 
 

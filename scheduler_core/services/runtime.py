@@ -27,7 +27,7 @@ from scheduler_core.models.versioned import bump_version
 COMPLETION_FIELDS = (
     "id", "project_id", "name", "priority", "status", "spec", "pending_reason",
     "queue_position", "started_at", "finished_at", "progress_seconds", "version",
-    "updated_at",
+    "updated_at", "preemptions",
 )  # fmt: skip
 
 

@@ -95,6 +95,23 @@ def test_pool_and_run_time_columns_and_pool_filter(client_for, cluster, listed):
     assert "alpha-train" in _names(_get(client_for("researcher"), f"?pool={cluster['pool'].pk}"))
 
 
+def test_the_list_shows_how_often_a_workload_was_preempted_and_sorts_by_it(client_for, listed):
+    Workload.objects.filter(pk=listed["short"].pk).update(preemptions=3)
+    Workload.objects.filter(pk=listed["pending"].pk).update(preemptions=1)
+    client = client_for("researcher")
+    html = _get(client)
+    assert ">Preempted</a>" in html
+
+    def cell(workload: Workload) -> str:
+        row = html.split(f'data-workload-id="{workload.pk}"', 1)[1].split("</tr>", 1)[0]
+        return re.search(r'data-cell="preemptions"[^>]*>([^<]*)<', row).group(1)  # type: ignore[union-attr]
+
+    assert cell(listed["short"]) == "3"
+    assert cell(listed["pending"]) == "1"
+    assert cell(listed["long"]) == "—"
+    assert _names(_get(client, "?sort=-preemptions")) == ["zeta-train", "bert-big", "alpha-train"]
+
+
 def test_bulk_cancel_reports_each_failure(client_for, listed):
     client = client_for("researcher")
     ids = [listed["long"].pk, listed["pending"].pk, listed["done"].pk]

@@ -130,6 +130,7 @@ def test_an_event_reaches_a_subscribed_browser_after_commit(cluster, open_socket
         assert payload["workload"]["pods"] == 2
         assert payload["workload"]["nodes"] == ["gpu-1", "gpu-2"]
         assert "queue_position" in payload["workload"]
+        assert payload["workload"]["preemptions"] == 0
         await ws.disconnect()
 
     run(body)

@@ -442,6 +442,7 @@
     setCell(row, "reason", waiting ? (state.reason || "") : "");
     setCell(row, "position", waiting && state.queue_position != null ? "#" + state.queue_position : "—");
     if (state.priority != null) setCell(row, "priority", String(state.priority));
+    if (state.preemptions != null) setCell(row, "preemptions", state.preemptions ? String(state.preemptions) : "—");
     var placed = state.status === "running" || state.status === "starting";
     if (placed && state.nodes) {
       setCell(row, "nodes", uniqueNodes(state.nodes) || "—");

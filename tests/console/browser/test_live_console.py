@@ -86,6 +86,8 @@ def test_preemption_by_another_users_submission_appears_live(live, cluster):
     preempted = Workload.objects.get(pk__in=ids, status=WorkloadStatus.PENDING)
     row = page.locator(f'tr[data-workload-id="{preempted.pk}"]')
     expect(row.locator("[data-cell=reason]")).not_to_be_empty()
+    # how often it was preempted, counted in place from the event
+    expect(row.locator("[data-cell=preemptions]")).to_have_text("1")
     assert_not_reloaded(page)
     # rows are keyed by id and updated in place: nothing moved
     assert (

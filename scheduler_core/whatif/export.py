@@ -20,6 +20,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from scheduler_core.choices import PLACED_STATES, NodeState, WorkloadStatus
+from scheduler_core.engine.reasons import QUEUE_TURN_KINDS
 from scheduler_core.models import (
     Allocation,
     Department,
@@ -237,10 +238,14 @@ def _waiting(workload: Workload, *, now: datetime) -> dict[str, float]:
     """How long a workload the copy holds as pending has waited, as times before the
     copy's start (0 is now): when it last went back to the queue (its submission, if
     never) and, where its queue's rules held it or a reclaim spent its wait, when its
-    wait for room counts from. A pool that weighs lost work weighs that wait."""
+    wait for room counts from. A pool that weighs lost work weighs that wait. One its
+    queue's rules hold now has not begun to wait for room: if its turn comes at the
+    copy's first cycle, its wait counts from then, as the live cycle would note it."""
     since = workload.pending_since or workload.submitted_at
     data = {"pending_since": -_seconds_before(since, now)}
-    if workload.room_wait_since is not None:
+    if workload.pending_reason_kind in QUEUE_TURN_KINDS:
+        data["room_wait_since"] = 0.0
+    elif workload.room_wait_since is not None:
         data["room_wait_since"] = -_seconds_before(workload.room_wait_since, now)
     return data
 

@@ -155,6 +155,31 @@ def test_waiting_work_keeps_its_wait_and_every_workload_its_preemptions(cluster)
     assert (specs["nlp/queued"].preemptions, specs["vision/run"].preemptions) == (2, 1)
 
 
+def test_work_its_queue_holds_now_has_not_begun_to_wait_for_room(cluster):
+    # "held" waits for its project's fair share: were its turn to come at the copy's
+    # first cycle, its wait for room would count from then (0), as live notes it, not
+    # from its submission two hours ago
+    now = timezone.now()
+    factories.workload(
+        cluster["nlp"],
+        "held",
+        submitted_at=now - timedelta(hours=2),
+        pending_reason_kind="fairshare",
+        pending_reason="project nlp would exceed its fair share",
+    )
+    factories.workload(
+        cluster["nlp"],
+        "roomless",
+        submitted_at=now - timedelta(hours=2),
+        pending_reason_kind="capacity",
+        pending_reason="pool a100 has 0 free GPUs",
+    )
+    workloads = by_name(scenario_from_live_cluster(now=now)["workloads"])
+    assert workloads["nlp/held"]["pending_since"] == -7200
+    assert workloads["nlp/held"]["room_wait_since"] == 0
+    assert "room_wait_since" not in workloads["nlp/roomless"]
+
+
 def test_a_scenario_says_when_a_running_workload_is_given_a_wait():
     scenario = {
         "name": "bad",

@@ -160,20 +160,10 @@ def test_work_its_queue_holds_now_has_not_begun_to_wait_for_room(cluster):
     # first cycle, its wait for room would count from then (0), as live notes it, not
     # from its submission two hours ago
     now = timezone.now()
-    factories.workload(
-        cluster["nlp"],
-        "held",
-        submitted_at=now - timedelta(hours=2),
-        pending_reason_kind="fairshare",
-        pending_reason="project nlp would exceed its fair share",
-    )
-    factories.workload(
-        cluster["nlp"],
-        "roomless",
-        submitted_at=now - timedelta(hours=2),
-        pending_reason_kind="capacity",
-        pending_reason="pool a100 has 0 free GPUs",
-    )
+    for name, kind in (("held", "fairshare"), ("roomless", "capacity")):
+        factories.workload(
+            cluster["nlp"], name, submitted_at=now - timedelta(hours=2), pending_reason_kind=kind
+        )
     workloads = by_name(scenario_from_live_cluster(now=now)["workloads"])
     assert workloads["nlp/held"]["pending_since"] == -7200
     assert workloads["nlp/held"]["room_wait_since"] == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import (
+    Case,
     DateTimeField,
     DurationField,
     ExpressionWrapper,
@@ -14,10 +15,12 @@ from django.db.models import (
     Q,
     QuerySet,
     Value,
+    When,
 )
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from scheduler_core.choices import WorkloadStatus
 from scheduler_core.models import Allocation, NodePool, Workload, WorkloadCandidatePool
 
 
@@ -41,11 +44,17 @@ def workloads_with_placements(qs: QuerySet[Workload]) -> QuerySet[Workload]:
 def workload_list_rows(qs: QuerySet[Workload]) -> QuerySet[Workload]:
     """What a row of the workloads list shows, for sorting and display in a constant number
     of queries: pods with their nodes and pools, candidate pools, `gpu_total` (GPUs asked of
-    the main pod group) and `run_time` (since it started, until it finished or now)."""
+    the main pod group) and `run_time` (of its last run: since it started, until it
+    finished or now; None while it waits, also after a run that was preempted)."""
     run_end = Coalesce(F("finished_at"), Value(timezone.now()), output_field=DateTimeField())
+    waiting = (WorkloadStatus.PENDING, WorkloadStatus.SUSPENDED)
     return qs.annotate(
         gpu_total=ExpressionWrapper(F("gpus") * F("pods"), output_field=FloatField()),
-        run_time=ExpressionWrapper(run_end - F("started_at"), output_field=DurationField()),
+        run_time=Case(
+            When(status__in=waiting, then=Value(None)),
+            default=ExpressionWrapper(run_end - F("started_at"), output_field=DurationField()),
+            output_field=DurationField(),
+        ),
     ).prefetch_related(
         Prefetch("allocations", queryset=Allocation.objects.select_related("node__pool")),
         Prefetch("pool_choices", queryset=WorkloadCandidatePool.objects.select_related("pool")),

@@ -112,6 +112,18 @@ def test_the_list_shows_how_often_a_workload_was_preempted_and_sorts_by_it(clien
     assert _names(_get(client, "?sort=-preemptions")) == ["zeta-train", "bert-big", "alpha-train"]
 
 
+def test_a_workload_back_in_the_queue_shows_no_run_time(client_for, listed):
+    # preempted 5 minutes into its run: while it waits, that old run is no run time, and
+    # sorting by run time puts it with the others that are not running
+    Workload.objects.filter(pk=listed["short"].pk).update(status=WorkloadStatus.PENDING)
+    client = client_for("researcher")
+    html = _get(client)
+    row = html.split(f'data-workload-id="{listed["short"].pk}"', 1)[1].split("</tr>", 1)[0]
+    assert "5m" not in row
+    assert _names(_get(client, "?sort=-runtime"))[0] == "alpha-train"
+    assert set(_names(_get(client, "?sort=-runtime"))[1:]) == {"zeta-train", "bert-big"}
+
+
 def test_bulk_cancel_reports_each_failure(client_for, listed):
     client = client_for("researcher")
     ids = [listed["long"].pk, listed["pending"].pk, listed["done"].pk]

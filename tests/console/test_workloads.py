@@ -91,6 +91,15 @@ def test_detail_shows_spec_pods_and_timeline(client_for, cluster, workloads):
     assert "Cancel" not in html  # viewers read only
 
 
+def test_detail_of_a_workload_back_in_the_queue_says_when_it_last_started(client_for, workloads):
+    running = workloads["running"]
+    url = reverse("console:workload_detail", args=[running.pk])
+    assert "<dt>Started</dt>" in client_for("viewer").get(url).content.decode()
+    running.status = WorkloadStatus.PENDING
+    running.save()
+    assert "<dt>Last started</dt>" in client_for("viewer").get(url).content.decode()
+
+
 def test_detail_of_an_invisible_workload_is_not_found(client_for, workloads):
     url = reverse("console:workload_detail", args=[workloads["other"].pk])
     assert client_for("researcher").get(url).status_code == 404

@@ -105,7 +105,8 @@ def test_reclaim_takes_from_the_queue_furthest_over_its_share_first() -> None:
 def test_a_pool_that_weighs_lost_work_takes_the_lowest_priority_victim_of_any_queue() -> None:
     pools = [PoolConfig(name="default", reclaim_weighs_lost_work=True)]
     snap = _two_queues_over_their_share(pools)
-    # r's job has waited long enough to pay for two GPU-minutes of runs
+    # r's 2 GPUs have waited 100 s, as long as the runs have run: enough to pay for
+    # two of them (200 GPU-seconds)
     snap = dataclasses.replace(
         snap,
         workloads=tuple(

@@ -1,18 +1,18 @@
 """The reclaim index: per pool, the queues that may give resources back to a reclaimer
-and their victims, kept up to date lazily from the queues touched since the last look.
-Used by the reclaim action only."""
+and their victims, kept up to date lazily from the queues touched since the last look;
+and the order in which reclaim takes their victims (victims_by_queue). Used by the
+reclaim action only."""
 
 from __future__ import annotations
 
 import heapq
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-
 from scheduler_core.engine.resources import EPSILON
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from scheduler_core.engine.framework.session import Session
     from scheduler_core.engine.framework.state import WorkloadState
 

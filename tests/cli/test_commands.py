@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -106,6 +107,7 @@ def test_submit_list_describe_cancel(fairway, cluster):
     assert "Command:" in running.stdout and "python train.py --lr 3e-4" in running.stdout
     assert "gpu-1" in running.stdout and "gpu-2" in running.stdout
     assert "0,1,2,3,4,5,6,7" in running.stdout  # every device of each node
+    assert re.search(r"^Preemptions: +0$", running.stdout, re.MULTILINE)
 
     waiting = fairway("describe", "small", "--json")
     assert waiting.returncode == 0, waiting.stderr

@@ -89,6 +89,7 @@ def render(w: dict[str, Any], events: list[dict[str, Any]]) -> str:
             f"{w.get('restarts', 0)} ({'no limit' if limit is None else f'limit {limit}'})",
         )
     )
+    fields.append(("Preemptions", str(w.get("preemptions", 0))))
     fields += _spec(spec)
     fields += [
         ("Submitted", f"{timestamp(w.get('submitted_at'))} by {w.get('submitted_by') or NONE}"),

@@ -59,6 +59,11 @@ class PoolSettingsSerializer(StrictInputSerializer):
         "Move pods only while the work a move throws away is no more than the GPU-time the "
         "waiting job has waited (off: KAI's behaviour).",
     )
+    consolidation_within_quota = _setting(
+        "consolidation_within_quota",
+        "Move running pods only to start a workload that its project's and department's "
+        "deserved quotas cover (off: KAI's behaviour).",
+    )
     reserve_for_gangs = _setting(
         "reserve_for_gangs",
         "Hold the nodes likeliest to drain for a queue's first workload that does not fit for "
@@ -141,6 +146,9 @@ class PoolSerializer(serializers.Serializer):
     )
     consolidation_weighs_lost_work = serializers.BooleanField(
         help_text="A move is made only while it throws away no more than the job has waited."
+    )
+    consolidation_within_quota = serializers.BooleanField(
+        help_text="Pods are moved only to start work within its quotas."
     )
     reserve_for_gangs = serializers.BooleanField(
         help_text="Nodes are held for a queue's first workload that does not fit for fragmentation."

@@ -188,6 +188,7 @@ def _pool_config(pool: NodePool) -> PoolConfig:
         consolidation=pool.consolidation,
         max_consolidation_evaluations=pool.max_consolidation_evaluations,
         consolidation_weighs_lost_work=pool.consolidation_weighs_lost_work,
+        consolidation_within_quota=pool.consolidation_within_quota,
         reclaim_weighs_lost_work=pool.reclaim_weighs_lost_work,
         reserve_for_gangs=pool.reserve_for_gangs,
         max_reclaims_per_cycle=pool.max_reclaims_per_cycle,

@@ -82,6 +82,10 @@ class PoolConfig:
     work from others only while what the evicted runs throw away is no more than the
     GPU-time the reclaiming queue has waited for room and not spent on earlier reclaims
     (actions/room_waits.py); the rest it waits for (off: KAI's).
+    consolidation_within_quota: consolidation moves running pods only to start a
+    workload that its project and department's deserved quotas cover: not one that would
+    run on over-quota GPUs, lent while their owners do not ask for them and theirs to
+    take back; it waits for room to free instead (off: KAI's behaviour).
     reserve_for_gangs: when the first pending workload of a queue needing several GPUs
     cannot be placed because the free GPUs are scattered over nodes (or, its queue
     within its fairshare, because they are taken), the nodes likeliest to drain that
@@ -113,6 +117,7 @@ class PoolConfig:
     consolidation: bool = True
     max_consolidation_evaluations: int = 100
     consolidation_weighs_lost_work: bool = False
+    consolidation_within_quota: bool = False
     reclaim_weighs_lost_work: bool = False
     reserve_for_gangs: bool = False
     max_reclaims_per_cycle: int | None = DEFAULT_MAX_RECLAIMS_PER_CYCLE

@@ -29,6 +29,11 @@ class NodePool(models.Model):
         help_text="Move running pods only while the work a move throws away is no more than "
         "the GPU-time the waiting job has waited.",
     )
+    consolidation_within_quota = models.BooleanField(
+        default=False,
+        help_text="Move running pods only to start a workload that its project's and "
+        "department's deserved quotas cover, not one that would run on over-quota GPUs.",
+    )
     reserve_for_gangs = models.BooleanField(
         default=False,
         help_text="Hold the nodes likeliest to drain for the first workload of a queue that "

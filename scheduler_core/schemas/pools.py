@@ -42,6 +42,7 @@ class PoolRules(StrictModel):
     consolidation: Omittable[bool] = None
     max_consolidation_evaluations: Omittable[ConsolidationEvaluations] = None
     consolidation_weighs_lost_work: Omittable[bool] = None
+    consolidation_within_quota: Omittable[bool] = None
     reclaim_weighs_lost_work: Omittable[bool] = None
     reserve_for_gangs: Omittable[bool] = None
     max_reclaims_per_cycle: PerCycle | None = None

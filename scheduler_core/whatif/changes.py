@@ -20,8 +20,8 @@ Shape (every key optional; names are those of the copied cluster or scenario):
   (a whole number).
 - pools: a pool and any of its settings (the schema of a scenario's pool entries, less
   time_based): policy (quota|fairshare|priority), placement (binpack|spread), preemption,
-  consolidation, consolidation_weighs_lost_work, reclaim_weighs_lost_work, reserve_for_gangs,
-  over_quota_weight_from_quota
+  consolidation, consolidation_weighs_lost_work, consolidation_within_quota,
+  reclaim_weighs_lost_work, reserve_for_gangs, over_quota_weight_from_quota
   (true/false), min_guaranteed_runtime,
   max_consolidation_evaluations (whole numbers >= 0), max_reclaims_per_cycle,
   max_preemptions_per_cycle, max_preemptions_per_workload (whole numbers >= 1, null = no
@@ -57,6 +57,7 @@ POOL_DEFAULTS = {  # FORMAT.md's defaults, for describing a change to a key left
     "min_guaranteed_runtime": 0,
     "max_consolidation_evaluations": 100,
     "consolidation_weighs_lost_work": False,
+    "consolidation_within_quota": False,
     "reclaim_weighs_lost_work": False,
     "reserve_for_gangs": False,
     "max_reclaims_per_cycle": 100,

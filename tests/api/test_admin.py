@@ -87,6 +87,7 @@ def test_system_admin_builds_a_pool(admin_api):
             "time_based_k": 0.5,
             "reclaim_weighs_lost_work": True,
             "reserve_for_gangs": True,
+            "consolidation_within_quota": True,
             "max_preemptions_per_workload": 2,
         },
         format="json",
@@ -97,6 +98,7 @@ def test_system_admin_builds_a_pool(admin_api):
         8,
     )
     assert updated["reclaim_weighs_lost_work"] and updated["reserve_for_gangs"]
+    assert updated["consolidation_within_quota"]
     assert updated["max_preemptions_per_workload"] == 2
     assert not updated["consolidation_weighs_lost_work"]
     assert admin_api.delete("/api/v1/nodes/h-1/").status_code == 204

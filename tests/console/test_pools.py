@@ -21,6 +21,7 @@ POOL = {
     "min_guaranteed_runtime": 600,
     "reclaim_weighs_lost_work": "on",
     "reserve_for_gangs": "on",
+    "consolidation_within_quota": "on",
     "max_preemptions_per_workload": 2,
     "fairshare_mode": "time_based",
     "time_based_window": 86400,
@@ -53,6 +54,7 @@ def test_a_system_admin_creates_a_pool_and_a_node(client_for, cluster):
         2,
     )
     assert pool.reclaim_weighs_lost_work and pool.reserve_for_gangs
+    assert pool.consolidation_within_quota
     assert pool.max_preemptions_per_workload == 2
     assert not pool.consolidation_weighs_lost_work
 

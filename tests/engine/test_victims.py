@@ -269,6 +269,28 @@ def test_consolidation_moves_and_respects_the_switch() -> None:
     assert not any(isinstance(d, Move) for d in budget.decisions)
 
 
+def test_a_pool_that_moves_pods_only_within_quota_lets_borrowed_work_wait() -> None:
+    # p's quota is 4 and it holds 4: its 4-GPU job would run on borrowed GPUs, so the
+    # pool moves nobody's run for it; q's job, within q's quota, gets its move
+    within = [PoolConfig(name="default", consolidation_within_quota=True)]
+    nodes = [node("n1", 4), node("n2", 4)]
+    queues = [dept("org", 8), project("p", gpus=4), project("q", gpus=4)]
+    work = [
+        workload("t1", project="p", gpus=2, running_on=["n1"]),
+        workload("t2", project="p", gpus=2, running_on=["n2"]),
+        workload("big", project="p", gpus=4, submitted_at=0.0),
+    ]
+    assert any(isinstance(d, Move) for d in run_cycle(snapshot(nodes, queues, work)).decisions)
+    result = run_cycle(snapshot(nodes, queues, work, pools=within))
+    assert result.decisions == ()
+    reason = result.pending["big"].reason
+    assert "project p holds 4 GPUs of its deserved 4 in pool default and this needs 4" in reason
+    assert "moves running pods only to start work within quota" in reason
+    theirs = [*work[:2], workload("big", project="q", gpus=4, submitted_at=0.0)]
+    result = run_cycle(snapshot(nodes, queues, theirs, pools=within))
+    assert sorted(type(d).__name__ for d in result.decisions) == ["Allocate", "Move"]
+
+
 def test_a_move_that_cannot_help_spends_no_consolidation_budget() -> None:
     # Two 6-GPU pods can never share an 8-GPU node: moving one only shifts the problem,
     # so "wide" is not simulated, and the single evaluation goes to "four", which moving

@@ -9,7 +9,8 @@ GPU-time the job has waited for room (lost_work.move_is_worth_it); a workload wi
 as the job's widest is never moved (wherever that pod could go, the job's could have
 gone), and one whose room the job did not take stays where it was. Otherwise (KAI's behaviour,
 FORMAT.md's default) nodes closest to having room and smaller workloads go first, and a
-move costs nothing to the decision."""
+move costs nothing to the decision. A pool with `consolidation_within_quota` moves pods
+only for a job that its project's and department's deserved quotas cover."""
 
 from __future__ import annotations
 
@@ -155,7 +156,10 @@ def _attempt(
     need = sum(g.gpus * counts.get(g.name, 0) for g in job.groups)
     if need > pool.free_gpus + EPSILON:
         return
-    if session.admission_problem(job, pool.name, list(job.request_of(counts))) is not None:
+    request = list(job.request_of(counts))
+    if session.admission_problem(job, pool.name, request) is not None:
+        return
+    if pool.config.consolidation_within_quota and _borrows(session, pool, job, request):
         return
     widest = max(
         (round(g.gpus) for g in job.groups if counts.get(g.name) and g.gpus >= 1.0), default=1
@@ -216,6 +220,22 @@ def _attempt(
         stmt.commit()
         return
     failed.add(shape)
+
+
+def _borrows(session: Session, pool: PoolIndex, job: WorkloadState, request: list[float]) -> bool:
+    """Would `job` run beyond its project's or department's deserved quota? In a pool
+    that moves pods only for work within quota, it then waits for room, and says so."""
+    for queue, level in ((job.project, "project"), (job.department, "department")):
+        beyond = session.beyond_deserved(queue, level, pool.name, request)
+        if beyond is not None:
+            session.keep_note(
+                job,
+                pool.name,
+                f"no pods are moved for it: {beyond}, and pool {pool.name} moves running "
+                "pods only to start work within quota",
+            )
+            return True
+    return False
 
 
 def _place_again(

@@ -44,6 +44,11 @@ class QueueHooks(Protocol):
         """Would `queue` stay within its deserved quota with `extra`?"""
         ...
 
+    def beyond_deserved(self, queue: str, level: str, pool: str, extra: Vec) -> str | None:
+        """If `queue` (a project or department: `level`) would exceed its deserved quota
+        with `extra`, that fact with its figures, else None."""
+        ...
+
     def spare_gpus(self, queue: str, pool: str) -> float:
         """GPUs `queue` holds above its deserved quota."""
         ...

@@ -81,6 +81,8 @@ class Session:
         self._protection: dict[str, float | None] = {}
         self.workloads: dict[str, WorkloadState] = {}
         self.reasons: dict[str, dict[str, tuple[str, str]]] = {}
+        # (workload id, pool) -> a fact every later reason of that pool ends with
+        self._reason_notes: dict[tuple[str, str], str] = {}
         # pending workload id -> when its wait for room counts from, for those whose
         # wait paid for a reclaim of this cycle (see actions/room_waits.py)
         self.room_wait_paid: dict[str, float] = {}
@@ -407,6 +409,11 @@ class Session:
         """Would `queue` stay within its deserved quota with `extra`?"""
         return self._queue_hooks.within_deserved(queue, pool, extra)
 
+    def beyond_deserved(self, queue: str, level: str, pool: str, extra: Vec) -> str | None:
+        """If `queue` (a project or department: `level`) would exceed its deserved quota
+        in `pool` with `extra`, that fact with its figures, else None."""
+        return self._queue_hooks.beyond_deserved(queue, level, pool, extra)
+
     def spare_gpus(self, queue: str, pool: str) -> float:
         """GPUs `queue` holds in `pool` above its deserved quota."""
         return self._queue_hooks.spare_gpus(queue, pool)
@@ -458,8 +465,20 @@ class Session:
         return value
 
     def set_reason(self, w: WorkloadState, pool: str, kind: str, message: str) -> None:
-        """Record why `w` could not start in `pool` (the last word wins)."""
+        """Record why `w` could not start in `pool` (the last word wins, followed by the
+        note kept for it, if any: see keep_note)."""
+        note = self._reason_notes.get((w.id, pool)) if self._reason_notes else None
+        if note is not None and note not in message:
+            message = f"{message}; {note}"
         self.reasons.setdefault(w.id, {})[pool] = (kind, message)
+
+    def keep_note(self, w: WorkloadState, pool: str, note: str) -> None:
+        """Add a fact to why `w` could not start in `pool` that stays whatever later
+        actions say (an action that did not act for it, and why)."""
+        self._reason_notes[(w.id, pool)] = note
+        current = self.reasons.get(w.id, {}).get(pool)
+        if current is not None:
+            self.set_reason(w, pool, *current)
 
     def add_reason(self, w: WorkloadState, pool: str, kind: str, message: str) -> None:
         """Add to why `w` could not start in `pool`: a capacity reason is kept in front

@@ -234,6 +234,22 @@ class ProportionPlugin(Plugin):
                 return False
         return True
 
+    def beyond_deserved(self, queue: str, level: str, pool: str, extra: Vec) -> str | None:
+        """If `queue` would exceed its deserved quota with `extra`, that fact with the
+        figures of the first resource it would exceed, else None."""
+        key = (queue, pool)
+        acc = self._acc.get(key, _ZERO)
+        des = self._deserved.get(key, (0.0, UNLIMITED, UNLIMITED))
+        for i in (0, 1, 2):
+            e = extra[i]
+            if e > EPSILON and acc[i] + e > des[i] + EPSILON:
+                return (
+                    f"{level} {queue} holds {format_amount(acc[i])} {RESOURCE_WORDS[i]} of its "
+                    f"deserved {format_amount(des[i])} in pool {pool} and this needs "
+                    f"{format_amount(e)}"
+                )
+        return None
+
     def spare_gpus(self, queue: str, pool: str) -> float:
         """GPUs `queue` holds in `pool` above its deserved quota."""
         key = (queue, pool)

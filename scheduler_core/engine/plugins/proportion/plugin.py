@@ -225,29 +225,32 @@ class ProportionPlugin(Plugin):
 
     def within_deserved(self, queue: str, pool: str, extra: Vec) -> bool:
         """Would `queue` stay within its deserved quota with `extra`?"""
-        key = (queue, pool)
-        acc = self._acc.get(key, _ZERO)
-        des = self._deserved.get(key, (0.0, UNLIMITED, UNLIMITED))
-        for i in (0, 1, 2):
-            e = extra[i]
-            if e > EPSILON and acc[i] + e > des[i] + EPSILON:
-                return False
-        return True
+        return self._exceeds_deserved(queue, pool, extra) is None
 
     def beyond_deserved(self, queue: str, level: str, pool: str, extra: Vec) -> str | None:
         """If `queue` would exceed its deserved quota with `extra`, that fact with the
         figures of the first resource it would exceed, else None."""
+        i = self._exceeds_deserved(queue, pool, extra)
+        if i is None:
+            return None
+        key = (queue, pool)
+        held = self._acc.get(key, _ZERO)[i]
+        des = self._deserved.get(key, (0.0, UNLIMITED, UNLIMITED))[i]
+        return (
+            f"{level} {queue} holds {format_amount(held)} {RESOURCE_WORDS[i]} of its deserved "
+            f"{format_amount(des)} in pool {pool} and this needs {format_amount(extra[i])}"
+        )
+
+    def _exceeds_deserved(self, queue: str, pool: str, extra: Vec) -> int | None:
+        """The first resource on which `queue` would exceed its deserved quota with
+        `extra`, or None."""
         key = (queue, pool)
         acc = self._acc.get(key, _ZERO)
         des = self._deserved.get(key, (0.0, UNLIMITED, UNLIMITED))
         for i in (0, 1, 2):
             e = extra[i]
             if e > EPSILON and acc[i] + e > des[i] + EPSILON:
-                return (
-                    f"{level} {queue} holds {format_amount(acc[i])} {RESOURCE_WORDS[i]} of its "
-                    f"deserved {format_amount(des[i])} in pool {pool} and this needs "
-                    f"{format_amount(e)}"
-                )
+                return i
         return None
 
     def spare_gpus(self, queue: str, pool: str) -> float:

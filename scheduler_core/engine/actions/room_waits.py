@@ -46,11 +46,13 @@ class RoomWaits:
             queue.sort(key=priority_order, reverse=True)
             self._totals[project] = sum(self._left(job) for job in queue)
 
+    def _waited(self, job: WorkloadState) -> float:
+        """What `job` has waited for room and not spent (Session.room_waited)."""
+        return self._session.room_waited(job, self._session.gang_request(job)[0])
+
     def _left(self, job: WorkloadState) -> float:
         """What `job` has waited and not spent (nothing once it runs)."""
-        if job.pods:
-            return 0.0
-        return self._session.room_waited(job, self._session.gang_request(job)[0])
+        return 0.0 if job.pods else self._waited(job)
 
     def allowance(self, project: str) -> float:
         """GPU-seconds the pending workloads of `project` have waited and not spent."""
@@ -63,7 +65,7 @@ class RoomWaits:
         project = started.project
         own = 0.0
         if not started.initial_pods and project in self._totals:  # it was pending
-            own = self._session.room_waited(started, self._session.gang_request(started)[0])
+            own = self._waited(started)
             self._totals[project] -= own  # its wait leaves the queue's
         owed = thrown - own
         queue = self._queues.get(project, [])

@@ -36,6 +36,15 @@ _NO_SHARE = 1e6
 many times over (KAI's penalty for using resources without an allocatable share)."""
 
 
+def _part(used: float, whole: float) -> float:
+    """The share `used` is of `whole`, what a queue is entitled to of one resource (see
+    ProportionPlugin._entitled_to): 0 where that is not measured, and a heavy penalty
+    for using a resource it is entitled to none of."""
+    if whole > EPSILON:
+        return used / whole if whole != UNLIMITED else 0.0
+    return used * _NO_SHARE if used > EPSILON else 0.0
+
+
 def _res(v: Iterable[float]) -> Resources:
     g, c, m = v
     return Resources(g, c, m)
@@ -120,12 +129,9 @@ class ProportionPlugin(Plugin):
                         over = True
                     if used > des[i] + EPSILON:
                         outside = True
-                whole = ent[i]
-                if whole > EPSILON:
-                    if whole != UNLIMITED and used / whole > share:
-                        share = used / whole
-                elif used > EPSILON and used * _NO_SHARE > share:
-                    share = used * _NO_SHARE
+                part = _part(used, ent[i])
+                if part > share:
+                    share = part
             q = queues.get(name)
             keys.extend(
                 (
@@ -147,29 +153,14 @@ class ProportionPlugin(Plugin):
         exact ties."""
         key = (queue, pool)
         acc = self._acc.get(key, _ZERO)
-        fair = self._fair.get(key, _ZERO)
         des = self._deserved.get(key, (0.0, UNLIMITED, UNLIMITED))
         ent = self._entitled.get(key, _NOT_MEASURED)
-        over_fair = False
-        over_des = False
-        after = 0.0
-        now = 0.0
-        for i in range(3):
-            a = acc[i]
-            if math.isfinite(des[i]):
-                over_fair = over_fair or a > fair[i] + EPSILON
-                over_des = over_des or a > des[i] + EPSILON
-            whole = ent[i]
-            if whole > EPSILON:
-                if whole != UNLIMITED:
-                    after = max(after, (a - minus[i]) / whole)
-                    now = max(now, a / whole)
-            else:
-                after = max(after, (a - minus[i]) * _NO_SHARE)
-                now = max(now, a * _NO_SHARE)
+        over_des = any(math.isfinite(des[i]) and acc[i] > des[i] + EPSILON for i in range(3))
+        after = max(_part(acc[i] - minus[i], ent[i]) for i in range(3))
+        now = max(_part(acc[i], ent[i]) for i in range(3))
         q = self.session.queues.get(queue)
         return (
-            not over_fair,
+            not self.above_fairshare(queue, pool),
             not over_des,
             q.rank if q else 0,
             -round(after, 9),

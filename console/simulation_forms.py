@@ -10,6 +10,7 @@ admins see their departments' projects and only quota and weight rows.
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from scheduler_core import access
 from scheduler_core.engine.snapshot import FAIRSHARE_MODES, PLACEMENTS, POLICIES
 from scheduler_core.models import Department, Node, NodePool, Project
 from scheduler_core.whatif.changes import POOL_DEFAULTS
+from scheduler_core.whatif.traces import TraceError, parse_team_nodes
 
 QUOTA, WEIGHT, POOL, ADD_NODES, REMOVE_NODE = "quota", "weight", "pool", "add_nodes", "remove_node"
 KINDS = {
@@ -350,15 +352,38 @@ def attach_change_errors(
     return rest
 
 
+TRACE_SETTINGS = (
+    ("consolidation_weighs_lost_work", "Moves weigh the work they throw away"),
+    ("reclaim_weighs_lost_work", "Reclaims weigh the work they throw away"),
+    ("over_quota_weight_from_quota", "Over-quota shared by quota, not by weight"),
+    ("reserve_for_gangs", "Hold draining nodes for a waiting gang"),
+    ("consolidation_within_quota", "Move pods only for work within quota"),
+)
+"""The pool settings a trace run offers as ticks (KAI's behaviour with none ticked)."""
+
+TRACE_FIELDS = {  # a trace run's option (as the service names it) -> the form's field
+    "trace_text": "trace_file",
+    "trace.start": "trace_start",
+    "trace.hours": "trace_hours",
+    "trace.nodes": "trace_nodes",
+    "trace.load": "trace_load",
+    "trace.gpus_per_node": "trace_gpus_per_node",
+    "trace.team_nodes": "team_nodes_file",
+    "trace.config": "trace_config",
+}
+
+
 class SimulationForm(forms.Form):
-    """A what-if run: an uploaded scenario, or the live cluster with changes (the changes
-    are chosen in ChangeRows; the JSON box is an advanced fallback)."""
+    """A what-if run: an uploaded scenario, the live cluster with changes (the changes
+    are chosen in ChangeRows; the JSON box is an advanced fallback), or a job trace
+    replayed through the engine, FIFO and FIFO with backfill."""
 
     name = forms.CharField(max_length=120)
     source = forms.ChoiceField(
         choices=[
             ("live", "Copy of the live cluster, with changes"),
             ("scenario", "A scenario file (YAML or JSON)"),
+            ("trace", "A job trace (CSV), against FIFO and backfill"),
         ],
         initial="live",
         widget=forms.RadioSelect,
@@ -379,8 +404,49 @@ class SimulationForm(forms.Form):
         help_text="Instead of the rows above: quotas, weights, pools, add_nodes, remove_nodes.",
     )
     horizon = forms.IntegerField(min_value=60, initial=3600, help_text="Simulated seconds.")
+    trace_file = forms.FileField(
+        required=False,
+        label="Trace file (CSV)",
+        help_text="Columns timestamp (UTC), duration (seconds), num_gpus and cluster (the "
+        "team), as the Philly trace's; others are ignored.",
+    )
+    trace_start = forms.CharField(
+        required=False,
+        label="Window start (UTC)",
+        widget=forms.TextInput(attrs={"placeholder": "2017-10-25T19:00"}),
+    )
+    trace_hours = forms.FloatField(
+        required=False, initial=24, label="Window (hours)", help_text="The jobs submitted in it."
+    )
+    trace_nodes = forms.IntegerField(required=False, initial=48, label="Nodes")
+    trace_load = forms.FloatField(
+        required=False,
+        label="…or offered load",
+        help_text="Instead of nodes: the cluster on which the jobs offer this load (1.23).",
+    )
+    trace_gpus_per_node = forms.IntegerField(required=False, initial=8, label="GPUs per node")
+    team_nodes_file = forms.FileField(
+        required=False,
+        label="Team sizes (CSV, optional)",
+        help_text="Columns vc,node num: each team deserves GPUs in proportion (else equal).",
+    )
+    trace_settings = forms.MultipleChoiceField(
+        required=False,
+        choices=TRACE_SETTINGS,
+        widget=forms.CheckboxSelectMultiple,
+        label="Pool settings",
+        help_text="None ticked: KAI-Scheduler's behaviour.",
+    )
+    trace_config = forms.CharField(
+        required=False,
+        label="More pool settings as JSON",
+        widget=forms.Textarea(
+            attrs={"rows": 2, "placeholder": '{"max_preemptions_per_workload": 2}'}
+        ),
+    )
 
     MAX_UPLOAD = 2 * 1024 * 1024
+    MAX_TRACE_UPLOAD = 8 * 1000 * 1000
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -396,6 +462,8 @@ class SimulationForm(forms.Form):
                     self.add_error("scenario_file", "the file is not UTF-8 text")
         if data.get("source") == "scenario" and not (data.get("scenario_text") or "").strip():
             self.add_error("scenario_text", "upload a scenario file or paste one")
+        if data.get("source") == "trace":
+            self._clean_trace(data)
         data["changes_dict"] = json_field(
             self,
             "changes",
@@ -403,3 +471,47 @@ class SimulationForm(forms.Form):
             'write a JSON object, e.g. {"quotas": [...]}',
         )
         return data
+
+    def _clean_trace(self, data: dict[str, Any]) -> None:
+        """The trace's text and its options (`trace_options`), as the service takes them."""
+        data["trace_text"] = self._text(data.get("trace_file"), "trace_file", "trace")
+        if data.get("trace_file") is None:
+            self.add_error("trace_file", "upload the trace (CSV)")
+        team_nodes = None
+        text = self._text(data.get("team_nodes_file"), "team_nodes_file", "team sizes")
+        if text:
+            try:
+                team_nodes = parse_team_nodes(io.StringIO(text, newline=""))
+            except TraceError as exc:
+                self.add_error("team_nodes_file", str(exc))
+        config = {key: True for key in data.get("trace_settings") or []}
+        more = json_field(
+            self,
+            "trace_config",
+            lambda v: isinstance(v, dict),
+            'write a JSON object, e.g. {"max_preemptions_per_workload": 2}',
+        )
+        config.update(more or {})
+        nodes, load = data.get("trace_nodes"), data.get("trace_load")
+        data["trace_options"] = {
+            "start": data.get("trace_start") or "",
+            "hours": data.get("trace_hours"),
+            "nodes": None if load is not None else nodes,
+            "load": load,
+            "gpus_per_node": data.get("trace_gpus_per_node"),
+            "team_nodes": team_nodes,
+            "config": config,
+        }
+
+    def _text(self, upload: Any, field: str, what: str) -> str:
+        """An uploaded file's UTF-8 text ("" and an error on `field` when it is not)."""
+        if upload is None:
+            return ""
+        if upload.size > self.MAX_TRACE_UPLOAD:
+            self.add_error(field, f"the {what} is larger than 8 MB")
+            return ""
+        try:
+            return upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            self.add_error(field, f"the {what} is not UTF-8 text")
+            return ""

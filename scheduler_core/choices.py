@@ -121,3 +121,4 @@ class SimulationSource(models.TextChoices):
 
     SCENARIO = "scenario", "Scenario file"
     LIVE = "live", "Copy of the live cluster"
+    TRACE = "trace", "Job trace"

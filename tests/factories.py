@@ -120,3 +120,22 @@ projects: [{name: p, department: d, quota: {default: {gpus: 8}}}]
 workloads: [{name: w1, project: p, gpus: 4}]
 steps: [{at: 0}]
 """
+
+
+# A job trace (Philly columns): team a (half the quota) fills 4 nodes of 8 GPUs first;
+# team b's 16-GPU gang arrives 10 min later; the job at 23:00 is outside a 2-hour window.
+TRACE_CSV = """timestamp,duration,num_gpus,gpu_time,cluster
+2017-10-25 19:00:00,7200,8,0,a
+2017-10-25 19:00:00,7200,8,0,a
+2017-10-25 19:00:00,7200,8,0,a
+2017-10-25 19:00:00,7200,8,0,a
+2017-10-25 19:10:00,1800,16,0,b
+2017-10-25 19:20:00,600,1,0,a
+2017-10-25 23:00:00,600,1,0,a
+"""
+TRACE_OPTIONS = {
+    "start": "2017-10-25T19:00",
+    "hours": 2,
+    "nodes": 4,
+    "team_nodes": {"a": 1, "b": 1},
+}

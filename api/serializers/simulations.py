@@ -34,6 +34,39 @@ CHANGES_SCHEMA = {
     },
     "additionalProperties": False,
 }
+TRACE_SCHEMA = {
+    "type": "object",
+    "nullable": True,
+    "description": (
+        "For source=trace: which window of the trace to replay, on what cluster, with "
+        "which pool settings. `start` is required; `nodes` or `load` sizes the cluster."
+    ),
+    "properties": {
+        "start": {"type": "string", "description": "Window start, UTC: 2017-10-25T19:00."},
+        "hours": {"type": "number", "description": "Window length (default 24, at most 168)."},
+        "nodes": {"type": "integer", "nullable": True, "description": "Nodes (1 to 512)."},
+        "load": {
+            "type": "number",
+            "nullable": True,
+            "description": "Instead of nodes: size the cluster for this offered load.",
+        },
+        "gpus_per_node": {"type": "integer", "description": "GPUs per node (default 8)."},
+        "cap_hours": {"type": "number", "description": "Longest job, hours (default 24)."},
+        "step_seconds": {"type": "number", "description": "Seconds between cycles (60)."},
+        "team_nodes": {
+            "type": "object",
+            "nullable": True,
+            "additionalProperties": {"type": "integer"},
+            "description": "Nodes per team: deserved shares in proportion (default equal).",
+        },
+        "config": {
+            "type": "object",
+            "additionalProperties": True,
+            "description": "Pool settings, as a scenario's `config` takes them (FORMAT.md).",
+        },
+    },
+    "additionalProperties": False,
+}
 RESULT_SCHEMA = {
     "type": "object",
     "additionalProperties": True,
@@ -42,6 +75,10 @@ RESULT_SCHEMA = {
         "When succeeded: {horizon, step_seconds, changes, changes_text, runs: {baseline, "
         "changed?}, comparison?} with per-run metrics (waiting times, utilisation, "
         "preemptions per project). Projects you cannot see are merged into one row. "
+        "A trace run: {kind: trace, start, jobs, cluster, offered_load, config, quotas, "
+        "header, runs: {fairway, fifo, fifo+backfill}} with each run's figures (makespan, "
+        "completion and queueing times, utilisation, fairness, preemptions, moves, lost "
+        "GPU-hours, teams, an hourly timeline). "
         "Null until the run has succeeded."
     ),
 }
@@ -50,6 +87,11 @@ RESULT_SCHEMA = {
 @extend_schema_field(CHANGES_SCHEMA)
 class ChangesField(serializers.JSONField):
     """The `changes` object, checked in depth by the simulation service."""
+
+
+@extend_schema_field(TRACE_SCHEMA)
+class TraceOptionsField(serializers.JSONField):
+    """A trace run's options, checked in depth by the simulation service."""
 
 
 @extend_schema_field(RESULT_SCHEMA)
@@ -66,10 +108,11 @@ class SimulationSerializer(serializers.Serializer):
     # not replace Field.source as the stubs assume.
     source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=SimulationSource.choices,
-        help_text="A scenario file, or a copy of the live cluster.",
+        help_text="A scenario file, a copy of the live cluster, or a job trace.",
     )
-    horizon = serializers.IntegerField(help_text="Simulated seconds.")
+    horizon = serializers.IntegerField(help_text="Simulated seconds (a trace: its window).")
     changes = ChangesField(help_text="The changes tried (normalised).")
+    trace_options = TraceOptionsField(help_text="A trace run's options (normalised).")
     status = serializers.ChoiceField(
         choices=SimulationStatus.choices, help_text="queued, running, succeeded or failed."
     )
@@ -106,7 +149,8 @@ class SimulationCreateSerializer(StrictInputSerializer):
     # not replace Field.source as the stubs assume.
     source = StrictChoiceField(  # type: ignore[assignment]
         choices=SimulationSource.choices,
-        help_text="scenario: replay `scenario_text`; live: copy the cluster as it is now.",
+        help_text="scenario: replay `scenario_text`; live: copy the cluster as it is now; "
+        "trace: replay `trace_text` with the options `trace`.",
     )
     scenario_text = StrictCharField(
         max_length=5_000_000,
@@ -117,6 +161,18 @@ class SimulationCreateSerializer(StrictInputSerializer):
         help_text="For source=scenario: a scenario in YAML or JSON (see FORMAT.md).",
     )
     changes = ChangesField(required=False, default=None, help_text="Changes to try.")
+    trace_text = StrictCharField(
+        max_length=8_000_000,
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
+        help_text="For source=trace: a job trace, CSV with the columns timestamp (UTC), "
+        "duration (seconds), num_gpus and cluster (the team), as Philly's.",
+    )
+    trace = TraceOptionsField(
+        required=False, default=None, help_text="For source=trace: its options."
+    )
     horizon = StrictIntegerField(
         min_value=60,
         max_value=30 * 24 * 3600,

@@ -17,6 +17,7 @@ from api.serializers.simulations import (
 )
 from api.throttling import SubmissionThrottle
 from api.views.base import ApiViewSet
+from scheduler_core.choices import SimulationSource
 from scheduler_core.models import Simulation
 from scheduler_core.selectors.simulations import (
     simulation_result_for,
@@ -24,6 +25,7 @@ from scheduler_core.selectors.simulations import (
     simulations_visible_to,
 )
 from scheduler_core.services import simulations as services
+from scheduler_core.services.errors import Conflict
 
 HEAVY_ACTIONS = {"create", "preview"}
 
@@ -56,7 +58,7 @@ class SimulationViewSet(ApiViewSet):
         return Response(SimulationDetailSerializer(simulation).data, status=code)
 
     def list(self, request):
-        queryset = self.get_queryset().defer("result", "scenario_text")
+        queryset = self.get_queryset().defer("result", "scenario_text", "trace_text")
         return self.page(queryset, SimulationSerializer)
 
     @extend_schema(summary="A run's progress, and its result once it has succeeded")
@@ -67,8 +69,9 @@ class SimulationViewSet(ApiViewSet):
         summary="Start a what-if run",
         description="From a scenario file (`source: scenario`, `scenario_text`) or from a "
         "copy of the live cluster (`source: live`), optionally with `changes`, compared "
-        "with the unchanged run. It runs in a worker: poll GET /simulations/<id>/ for "
-        "`progress` and, once `status` is succeeded, `result`.",
+        "with the unchanged run; or a job trace (`source: trace`, `trace_text`, `trace`) "
+        "replayed through the engine, FIFO and FIFO with backfill. It runs in a worker: "
+        "poll GET /simulations/<id>/ for `progress` and, once `status` is succeeded, `result`.",
         request=SimulationCreateSerializer,
         responses={201: SimulationDetailSerializer},
     )
@@ -91,7 +94,10 @@ class SimulationViewSet(ApiViewSet):
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def scenario(self, request, pk=None):
-        text = simulation_scenario_for(simulation=self.get_object(), user=request.user)
+        simulation = self.get_object()
+        if simulation.source == SimulationSource.TRACE:
+            raise Conflict({"source": ["a trace run replays a trace, not a scenario"]})
+        text = simulation_scenario_for(simulation=simulation, user=request.user)
         return Response({"scenario_text": text})
 
     @extend_schema(

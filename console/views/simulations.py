@@ -12,13 +12,16 @@ from console.forms import attach_service_errors
 from console.permissions import admin_required
 from console.simulation_forms import (
     ROW_FIELDS,
+    TRACE_FIELDS,
     BaseChangeRows,
     SimulationForm,
     attach_change_errors,
     change_rows,
 )
 from console.simulation_summary import gpu_moves_text, result_text
+from console.trace_results import trace_comparison, trace_context
 from console.views.common import page
+from scheduler_core.choices import SimulationSource
 from scheduler_core.models import Simulation
 from scheduler_core.selectors.simulations import simulation_result_for, simulations_visible_to
 from scheduler_core.services.simulations import simulation_create
@@ -27,8 +30,14 @@ LIST_SIZE = 50
 COLOURS = [f"var(--p{i})" for i in range(10)]
 
 
+LIST_DEFERRED = ("result", "scenario_text", "trace_text")
+"""What a list of runs does not show (a trace alone may take megabytes)."""
+
+
 def _visible(request, pk: int) -> Simulation:
-    return get_object_or_404(simulations_visible_to(request.user), pk=pk)
+    return get_object_or_404(
+        simulations_visible_to(request.user).defer("scenario_text", "trace_text"), pk=pk
+    )
 
 
 @admin_required
@@ -70,6 +79,8 @@ def _start(request, form: SimulationForm, rows: BaseChangeRows) -> Simulation | 
             scenario_text=data.get("scenario_text") or "",
             changes=chosen or data.get("changes_dict"),
             horizon=data["horizon"],
+            trace_text=data.get("trace_text") or "",
+            trace=data.get("trace_options"),
         )
     except ValidationError as exc:
         if not hasattr(exc, "error_dict"):
@@ -82,7 +93,7 @@ def _start(request, form: SimulationForm, rows: BaseChangeRows) -> Simulation | 
                     form.add_error(None, f"{key.removeprefix('changes.')}: {message}")
             else:
                 attach_service_errors(
-                    form, ValidationError({key: messages_}), {"changes": "changes"}
+                    form, ValidationError({key: messages_}), {"changes": "changes", **TRACE_FIELDS}
                 )
         return None
 
@@ -90,14 +101,16 @@ def _start(request, form: SimulationForm, rows: BaseChangeRows) -> Simulation | 
 def _new_rows(request, after: int):
     """Rows of the runs `request.user` may see that are newer than run `after` (the newest
     the list was drawn with), newest first: re-fetched when a run is created."""
-    newer = simulations_visible_to(request.user).filter(pk__gt=after)[:LIST_SIZE]
+    newer = (
+        simulations_visible_to(request.user).defer(*LIST_DEFERRED).filter(pk__gt=after)[:LIST_SIZE]
+    )
     return render(
         request, "console/simulations/_new_rows.html", {"new_runs": newer, "after": after}
     )
 
 
 def _list_page(request, form: SimulationForm, rows: BaseChangeRows):
-    simulations = list(simulations_visible_to(request.user)[:LIST_SIZE])
+    simulations = list(simulations_visible_to(request.user).defer(*LIST_DEFERRED)[:LIST_SIZE])
     return page(
         request,
         "console/simulations/list.html",
@@ -131,6 +144,14 @@ def run_chart(run: dict) -> str:
 def result_context(user, simulation: Simulation) -> dict:
     """Progress, runs (with charts) and comparison of a run, as `user` may see them."""
     result = simulation_result_for(simulation=simulation, user=user) or {}
+    if result.get("kind") == "trace":
+        return {
+            "simulation": simulation,
+            "result": result,
+            "runs": [],
+            "trace": trace_context(result),
+            "live_running": simulation.status in ("queued", "running"),
+        }
     runs = result.get("runs") or {}
     return {
         "simulation": simulation,
@@ -175,16 +196,40 @@ def simulation_status(request, pk: int):
     return render(request, template, result_context(request.user, simulation))
 
 
+def _mixed(request):
+    messages.error(
+        request,
+        "Compare a trace run with another trace run: its figures are not those of a "
+        "scenario or a copy of the live cluster.",
+    )
+    return redirect("console:simulations")
+
+
+def _compare_traces(request, chosen: list[Simulation]):
+    """Two trace runs: the engine's figures side by side, what changes, each run's chart."""
+    named = [(s.name, simulation_result_for(simulation=s, user=request.user)) for s in chosen]
+    sides = [result_context(request.user, s) for s in chosen]
+    return page(
+        request,
+        "console/simulations/compare_traces.html",
+        "simulations",
+        {"sides": sides, "comparison": trace_comparison(named)},
+    )
+
+
 @admin_required
 def simulation_compare(request):
     """Two runs side by side."""
-    visible = simulations_visible_to(request.user)
+    visible = simulations_visible_to(request.user).defer("scenario_text", "trace_text")
     ids = [v for v in request.GET.getlist("id") if v.isdigit()][:2]
     chosen = list(visible.filter(pk__in=ids))
     if len(chosen) != 2:
         messages.error(request, "Pick two simulations to compare.")
         return redirect("console:simulations")
     chosen.sort(key=lambda s: ids.index(str(s.pk)))
+    traces = [s.source == SimulationSource.TRACE for s in chosen]
+    if any(traces):
+        return _compare_traces(request, chosen) if all(traces) else _mixed(request)
     sides = [result_context(request.user, s) for s in chosen]
     for side in sides:
         # A run with changes is compared by its changed copy; a scenario by its only run.

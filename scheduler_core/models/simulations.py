@@ -9,16 +9,21 @@ from scheduler_core.choices import SimulationSource, SimulationStatus
 
 
 class Simulation(models.Model):
-    """A what-if run in a worker: a scenario file, or a copy of the live cluster with changes.
+    """A what-if run in a worker: a scenario file, a copy of the live cluster with changes,
+    or a job trace replayed on a synthetic cluster (`trace_text`, a CSV in the Philly
+    columns, and `trace_options`: see scheduler_core.whatif.trace_runs).
 
     `progress` goes 0..1 while it runs; `result` holds per-step outcomes, or for a live copy
-    the baseline and the changed run side by side.
+    the baseline and the changed run side by side, or for a trace the figures of the
+    engine, FIFO and FIFO with backfill side by side.
     """
 
     name = models.CharField(max_length=120)
     source = models.CharField(max_length=16, choices=SimulationSource.choices)
     scenario_text = models.TextField(blank=True)
     changes = models.JSONField(default=dict, blank=True)
+    trace_text = models.TextField(blank=True)
+    trace_options = models.JSONField(default=dict, blank=True)
     horizon = models.PositiveIntegerField(default=3600, help_text="Simulated seconds.")
     status = models.CharField(
         max_length=16, choices=SimulationStatus.choices, default=SimulationStatus.QUEUED

@@ -40,6 +40,7 @@ from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects
 from scheduler_core.whatif.export import scenario_from_live_cluster
 from scheduler_core.whatif.runner import PREVIEW_STEPS, STEPS_PER_RUN, run_whatif
 from scheduler_core.whatif.scenarios.nesting import NestingTooDeep, parse_bounded
+from scheduler_core.whatif.trace_runs import TraceRequest, check_trace_request, run_trace
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ def simulation_create(
     scenario_text: str = "",
     changes: dict[str, Any] | None = None,
     horizon: int = 3600,
+    trace_text: str = "",
+    trace: dict[str, Any] | None = None,
 ) -> Simulation:
     """Validate and queue a what-if run; the worker starts it once this transaction commits.
 
@@ -85,8 +88,12 @@ def simulation_create(
     (optional) are tried against it, compared with the unchanged scenario.
     source "live": a copy of the live cluster now; `changes` (optional, see
     scheduler_core.whatif.changes) are compared with the unchanged copy.
-    `horizon`: simulated seconds to replay. Raises PermissionDenied (not an admin) or
-    ValidationError keyed by field (`scenario_text`, `changes.quotas[0].gpus`, ...).
+    source "trace": `trace_text` is a job trace (CSV, Philly columns) and `trace` its
+    options (window, cluster, pool settings: scheduler_core.whatif.trace_runs), replayed
+    through the engine, FIFO and FIFO with backfill until the window's jobs end (its
+    `horizon` is set to the window). `horizon`: simulated seconds to replay. Raises
+    PermissionDenied (not an admin) or ValidationError keyed by field (`scenario_text`,
+    `changes.quotas[0].gpus`, `trace.hours`, ...).
     """
     _require_admin(user)
     errors = FieldErrors()
@@ -99,6 +106,12 @@ def simulation_create(
         errors.add("source", f"must be one of {', '.join(SimulationSource.values)}, got {source!r}")
     _check_horizon(errors, "horizon", horizon, MAX_HORIZON)
     errors.raise_if_any()
+    if source == SimulationSource.TRACE:
+        return _create_trace_run(
+            user, name, trace_text, trace, scenario_text=scenario_text, changes=changes
+        )
+    if (isinstance(trace_text, str) and trace_text.strip()) or trace:
+        raise ValidationError({"trace_text": ["a trace goes with source trace"]})
 
     if source == SimulationSource.SCENARIO:
         scenario = parse_scenario_text(scenario_text)
@@ -115,17 +128,51 @@ def simulation_create(
     field = "scenario_text" if source == SimulationSource.SCENARIO else "source"
     _check_work(field, scenario, normalized, steps=STEPS_PER_RUN)
 
+    return _queue(
+        name=name,
+        source=source,
+        scenario_text=scenario_text,
+        changes=normalized,
+        horizon=int(horizon),
+        created_by=user,
+    )
+
+
+def _create_trace_run(
+    user,
+    name: str,
+    text: Any,
+    options: Any,
+    *,
+    scenario_text: Any,
+    changes: Any,
+) -> Simulation:
+    """Check a trace run's options and trace (reading its window) and queue it."""
+    errors = FieldErrors()
+    if isinstance(scenario_text, str) and scenario_text.strip():
+        errors.add("scenario_text", "leave empty: a trace run replays the trace")
+    if not is_empty(changes):
+        errors.add("changes", "a trace run takes pool settings in its options (`config`)")
+    request, problems = check_trace_request(text, {} if options is None else options)
+    for key, message in problems:
+        errors.add(key if key in ("trace", "trace_text") else f"trace.{key}", message)
+    errors.raise_if_any()
+    assert request is not None
+    return _queue(
+        name=name,
+        source=SimulationSource.TRACE,
+        trace_text=text,
+        trace_options=request.options(),
+        horizon=round(request.hours * 3600),  # the window the trace is read for
+        created_by=user,
+    )
+
+
+def _queue(**fields: Any) -> Simulation:
+    """Store the run and have a worker start it once the transaction commits."""
     simulation_fail_stale()
     with transaction.atomic():
-        simulation = Simulation.objects.create(
-            name=name,
-            source=source,
-            scenario_text=scenario_text,
-            changes=normalized,
-            horizon=int(horizon),
-            created_by=user,
-            progress_message="waiting for a worker",
-        )
+        simulation = Simulation.objects.create(progress_message="waiting for a worker", **fields)
         pk = simulation.pk
         transaction.on_commit(lambda: _enqueue(pk))
         publish_created(simulation)
@@ -334,17 +381,27 @@ def simulation_run(*, simulation_id: int) -> Simulation | None:
         )
         publish_progress(sim)
     try:
-        scenario = yaml.safe_load(sim.scenario_text)
-        result = run_whatif(
-            scenario=scenario,
-            changes=sim.changes,
-            horizon=sim.horizon,
-            on_progress=ProgressReporter(sim),
-        )
+        if sim.source == SimulationSource.TRACE:
+            result = run_trace(sim.trace_text, _trace_request(sim), ProgressReporter(sim))
+        else:
+            result = run_whatif(
+                scenario=yaml.safe_load(sim.scenario_text),
+                changes=sim.changes,
+                horizon=sim.horizon,
+                on_progress=ProgressReporter(sim),
+            )
     except Exception as exc:  # anything: the run must end failed, with the reason
         logger.exception("simulation %s failed", sim.pk)
         return _finish(sim, status=SimulationStatus.FAILED, error=_error_text(exc))
     return _finish(sim, status=SimulationStatus.SUCCEEDED, result=result)
+
+
+def _trace_request(sim: Simulation) -> TraceRequest:
+    """The stored trace run's request, checked again (stored options are JSON)."""
+    request, problems = check_trace_request(sim.trace_text, sim.trace_options)
+    if request is None:
+        raise ValueError("; ".join(f"{key}: {message}" for key, message in problems))
+    return request
 
 
 def _error_text(exc: BaseException) -> str:

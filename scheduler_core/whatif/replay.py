@@ -4,7 +4,11 @@ Each run streams: a step's events feed the running figures and are dropped."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from scheduler_core.whatif.reference import ReferenceScheduler
 from scheduler_core.whatif.run_figures import (
@@ -15,7 +19,14 @@ from scheduler_core.whatif.run_figures import (
     simulation_tally,
 )
 from scheduler_core.whatif.scenarios import Scenario, Step, build_simulation, play
-from scheduler_core.whatif.traces import TraceCluster, TraceJob, trace_scenario, trace_steps
+from scheduler_core.whatif.traces import (
+    TraceCluster,
+    TraceJob,
+    fits,
+    team_quotas,
+    trace_scenario,
+    trace_steps,
+)
 
 ENGINE = "fairway"
 FIFO = "fifo"
@@ -76,3 +87,99 @@ def replay_trace(
         ReferenceScheduler(cluster, tally, backfill, step_seconds).replay(jobs, hours(label))
         runs[label] = tally.figures()
     return runs
+
+
+@dataclass(frozen=True)
+class WindowReplay:
+    """One window of a trace, replayed."""
+
+    start: datetime
+    jobs: int
+    too_large: int
+    cluster: TraceCluster
+    offered_load: float
+    runs: dict[str, RunFigures]
+
+    def document(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The window's figures as JSON."""
+        return {
+            "start": self.start.isoformat(),
+            "jobs": self.jobs,
+            "left_out_too_large": self.too_large,
+            "cluster": {"nodes": self.cluster.nodes, "gpus_per_node": self.cluster.gpus_per_node},
+            "offered_load": round(self.offered_load, 3),
+            "config": dict(config),
+            "quotas": {team: round(q, 4) for team, q in self.cluster.quotas.items()},
+            "runs": {label: figures.to_json() for label, figures in self.runs.items()},
+        }
+
+    def header(self, step: float, config: Mapping[str, Any], dated: bool) -> str:
+        """The line above the table: what was replayed on what."""
+        return (
+            (f"{self.start:%Y-%m-%d %H:%M}: " if dated else "")
+            + f"{self.jobs} jobs on {self.cluster.nodes} nodes x "
+            f"{self.cluster.gpus_per_node} GPUs (offered load {self.offered_load:.2f}), "
+            f"a cycle every {step:g} s"
+            + "".join(f"; {key}={json.dumps(value)}" for key, value in config.items())
+            + (f"; {self.too_large} left out (larger than the cluster)" if self.too_large else "")
+        )
+
+
+def replay_window(
+    jobs: list[TraceJob],
+    *,
+    start: datetime,
+    hours: float,
+    nodes: int | None,
+    load: float | None = None,
+    gpus_per_node: int = 8,
+    config: Mapping[str, Any] | None = None,
+    team_nodes: Mapping[str, int] | None = None,
+    step_seconds: float = 60.0,
+    schedulers: Iterable[str] = SCHEDULERS,
+    on_progress: ProgressCallback | None = None,
+) -> WindowReplay:
+    """Replay the jobs of one window (submitted `start` + 0..`hours`) on `nodes` nodes of
+    `gpus_per_node` GPUs, or (nodes None) on the nodes that give them offered load
+    `load`; teams deserve GPUs in proportion to `team_nodes` (equally without). Jobs
+    larger than the cluster are left out and counted. A bad `config` raises the
+    scenario loader's ScenarioError."""
+    count = nodes or nodes_for_load(jobs, hours, gpus_per_node, load or 1.0)
+    cluster = TraceCluster(
+        count,
+        gpus_per_node,
+        team_quotas((j.team for j in jobs), count * gpus_per_node, team_nodes),
+        config=dict(config or {}),
+    )
+    fitting = [j for j in jobs if fits(j, cluster)]
+    runs = replay_trace(
+        fitting,
+        cluster,
+        step_seconds=step_seconds,
+        on_progress=on_progress,
+        schedulers=schedulers,
+    )
+    return WindowReplay(
+        start,
+        len(fitting),
+        len(jobs) - len(fitting),
+        cluster,
+        offered_load(fitting, hours, cluster),
+        runs,
+    )
+
+
+def work_hours(jobs: Iterable[TraceJob]) -> float:
+    """The GPU-hours the jobs ask for."""
+    return sum(j.gpus * j.duration for j in jobs) / HOUR
+
+
+def nodes_for_load(jobs: list[TraceJob], hours: float, gpus_per_node: int, load: float) -> int:
+    """The nodes (at least one) whose GPUs over `hours` come closest to the jobs'
+    GPU-hours divided by `load`: the cluster on which they offer that load."""
+    return max(round(work_hours(jobs) / (hours * gpus_per_node * load)), 1)
+
+
+def offered_load(jobs: list[TraceJob], hours: float, cluster: TraceCluster) -> float:
+    """The jobs' GPU-hours over what the cluster's GPUs give in the window."""
+    return work_hours(jobs) / (hours * cluster.nodes * cluster.gpus_per_node)

@@ -15,7 +15,9 @@ reference schedulers alike.
 - lost work: a preemption throws away the run so far; a move restarts the workload's
   pods from zero too (nothing checkpoints), so it throws away the time since it last
   (re)started or moved. Lost fraction: lost GPU-time over the jobs' GPU-time asked
-  (GPUs x duration).
+  (GPUs x duration);
+- timeline: every hour, the GPUs in use, the GPUs asked by jobs still waiting, and the
+  GPU-hours lost so far (bounded by the hours, not the steps), for pictures.
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ class RunFigures:
     lost_gpu_hours_moves: float
     lost_gpu_hours: float
     lost_fraction: float
+    timeline: dict[str, list[float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON, figures rounded to 4 decimals."""
@@ -120,6 +123,8 @@ def _rounded(value: Any) -> Any:
         return round(value, 4)
     if isinstance(value, dict):
         return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
     return value
 
 
@@ -148,6 +153,9 @@ class RunTally:
     _preemption_counts: dict[str, int] = field(default_factory=dict)
     _lost_preempted: float = 0.0
     _lost_moved: float = 0.0
+    # (hour, GPUs in use, GPUs waiting, GPU-seconds lost so far), one per hour passed
+    _samples: list[tuple[float, float, float, float]] = field(default_factory=list)
+    _next_sample: float = 0.0
 
     def submit(self, at: float, job: str, team: str, gpus: float, duration: float | None) -> None:
         """A job arrives asking `gpus` to run `duration` seconds."""
@@ -216,7 +224,15 @@ class RunTally:
     def _change(table: dict[str, float], team: str, delta: float) -> None:
         table[team] = table.get(team, 0.0) + delta
 
+    def _state(self, hour: float) -> tuple[float, float, float, float]:
+        in_use = sum(self._allocated.values())
+        waiting = max(sum(self._demand.values()) - in_use, 0.0)
+        return (hour, in_use, waiting, self._lost_preempted + self._lost_moved)
+
     def _advance(self, at: float) -> None:
+        while self._next_sample < at:  # the state from the clock until `at` holds then
+            self._samples.append(self._state(self._next_sample / HOUR))
+            self._next_sample += HOUR
         span = at - self._clock
         if span <= 0:
             return
@@ -269,7 +285,18 @@ class RunTally:
             lost_gpu_hours_moves=self._lost_moved / HOUR,
             lost_gpu_hours=lost / HOUR,
             lost_fraction=_part(lost, self._work_seconds),
+            timeline=self._timeline(),
         )
+
+    def _timeline(self) -> dict[str, list[float]]:
+        """The hourly samples, and the state at the last event."""
+        samples = [*self._samples, self._state(self._clock / HOUR)]
+        return {
+            "hours": [s[0] for s in samples],
+            "gpus_in_use": [s[1] for s in samples],
+            "gpus_waiting": [s[2] for s in samples],
+            "lost_gpu_hours": [s[3] / HOUR for s in samples],
+        }
 
 
 def _part(x: float, whole: float) -> float:
@@ -367,13 +394,18 @@ ROWS: tuple[tuple[str, Cell], ...] = (
 )
 
 
-def figures_table(runs: Mapping[str, RunFigures]) -> list[str]:
-    """The runs side by side, one figure per line, then each team's GPU-hours received
-    and entitled."""
+def figure_rows(runs: Mapping[str, RunFigures]) -> list[tuple[str, list[str]]]:
+    """The runs' figures side by side: (what, one cell per run), then each team's
+    GPU-hours received and entitled."""
     rows = list(ROWS)
     for team in sorted({t for r in runs.values() for t in r.teams}):
         rows.append((f"team {team}: GPU-h / entitled", partial(_team, name=team)))
-    table = [["", *runs], *([label, *(cell(r) for r in runs.values())] for label, cell in rows)]
+    return [(label, [cell(r) for r in runs.values()]) for label, cell in rows]
+
+
+def figures_table(runs: Mapping[str, RunFigures]) -> list[str]:
+    """The runs side by side as text, one figure per line (figure_rows)."""
+    table = [["", *runs], *([label, *cells] for label, cells in figure_rows(runs))]
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     return [
         "  ".join(
@@ -382,6 +414,12 @@ def figures_table(runs: Mapping[str, RunFigures]) -> list[str]:
         ).rstrip()
         for line in table
     ]
+
+
+def figures_from_json(data: Mapping[str, Any]) -> RunFigures:
+    """RunFigures from its JSON (to_json), as a stored result keeps it."""
+    teams = {name: TeamFigures(**team) for name, team in (data.get("teams") or {}).items()}
+    return RunFigures(**{**data, "teams": teams})
 
 
 def _minutes(r: RunFigures, size: str) -> str:

@@ -64,21 +64,53 @@ def parse_time(text: str) -> datetime:
     raise ValueError(f"not a time: {text!r} (expected e.g. 2017-10-25T19:00)")
 
 
+COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
+"""The trace columns the replay reads (others are ignored)."""
+
+
+class TraceError(ValueError):
+    """A trace (or team sizes) file that cannot be read, saying where and why."""
+
+
 def read_trace(
     path: Path, *, start: datetime, hours: float, cap_hours: float | None = None
 ) -> list[TraceJob]:
+    """The jobs of the trace file at `path` (see parse_trace)."""
+    with path.open(newline="") as handle:
+        return parse_trace(handle, start=start, hours=hours, cap_hours=cap_hours)
+
+
+def parse_trace(
+    lines: Iterable[str], *, start: datetime, hours: float, cap_hours: float | None = None
+) -> list[TraceJob]:
     """The jobs submitted in [start, start + hours), in submission order, durations
-    capped at `cap_hours`; jobs asking no GPU or running no time are left out."""
+    capped at `cap_hours`; jobs asking no GPU or running no time are left out. A file
+    without the Philly columns, or a row that does not read, raises TraceError naming the
+    line."""
     window = hours * 3600.0
     cap = math.inf if cap_hours is None else cap_hours * 3600.0
     jobs: list[TraceJob] = []
-    with path.open(newline="") as handle:
-        for row in csv.DictReader(handle):
+    reader = csv.DictReader(lines)
+    try:
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise TraceError(
+                f"the trace has no column {', '.join(missing)}: its first line must name the "
+                f"columns {', '.join(COLUMNS)} (Philly's; others are ignored)"
+            )
+        for row in reader:
             submitted = (parse_time(row["timestamp"]) - start).total_seconds()
             gpus = int(float(row["num_gpus"]))
-            duration = min(float(row["duration"]), cap)
+            duration = float(row["duration"])
+            if not math.isfinite(duration):
+                raise ValueError(f"duration {row['duration']!r} is not a number of seconds")
+            duration = min(duration, cap)
             if 0 <= submitted < window and gpus > 0 and duration > 0:
                 jobs.append(TraceJob("", row["cluster"], submitted, duration, gpus))
+    except TraceError:
+        raise
+    except (TypeError, ValueError, OverflowError, csv.Error) as exc:
+        raise TraceError(f"line {reader.line_num} of the trace: {_problem(exc)}") from None
     jobs.sort(key=lambda j: j.submitted)
     return [
         TraceJob(f"j{i:05d}-{j.team}", j.team, j.submitted, j.duration, j.gpus)
@@ -86,10 +118,38 @@ def read_trace(
     ]
 
 
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, TypeError):  # a short row: DictReader fills it with None
+        return "a value is missing"
+    text = str(exc)
+    if text.startswith(("could not convert", "invalid literal")):
+        return f"not a number: {text.rsplit(': ', 1)[-1]}"
+    return text
+
+
 def read_team_nodes(path: Path) -> dict[str, int]:
-    """Nodes per team from a `vc,node num` CSV (philly_vc.csv)."""
+    """Nodes per team from a `vc,node num` CSV file (philly_vc.csv)."""
     with path.open(newline="") as handle:
-        return {row["vc"]: int(row["node num"]) for row in csv.DictReader(handle)}
+        return parse_team_nodes(handle)
+
+
+def parse_team_nodes(lines: Iterable[str]) -> dict[str, int]:
+    """Nodes per team from `vc,node num` CSV lines; TraceError says what is wrong."""
+    reader = csv.DictReader(lines)
+    sizes: dict[str, int] = {}
+    try:
+        if not {"vc", "node num"} <= set(reader.fieldnames or []):
+            raise TraceError("the team sizes need the columns vc,node num (philly_vc.csv's)")
+        for row in reader:
+            nodes = int(row["node num"])
+            if nodes < 0:
+                raise ValueError(f"{nodes} nodes")
+            sizes[row["vc"]] = nodes
+    except TraceError:
+        raise
+    except (TypeError, ValueError, csv.Error) as exc:
+        raise TraceError(f"line {reader.line_num} of the team sizes: {_problem(exc)}") from None
+    return sizes
 
 
 def team_quotas(

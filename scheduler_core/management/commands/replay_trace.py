@@ -13,25 +13,16 @@ from __future__ import annotations
 
 import json
 from argparse import ArgumentTypeError
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from scheduler_core.whatif.replay import SCHEDULERS, replay_trace
+from scheduler_core.whatif.replay import SCHEDULERS, WindowReplay, replay_window
 from scheduler_core.whatif.run_figures import RunFigures, figures_table
 from scheduler_core.whatif.scenarios.errors import ScenarioError
-from scheduler_core.whatif.traces import (
-    TraceCluster,
-    TraceJob,
-    fits,
-    parse_time,
-    read_team_nodes,
-    read_trace,
-    team_quotas,
-)
+from scheduler_core.whatif.traces import parse_time, read_team_nodes, read_trace
 
 
 def _setting(text: str) -> tuple[str, Any]:
@@ -174,22 +165,16 @@ class Command(BaseCommand):
             )
         except (OSError, KeyError, ValueError) as exc:
             raise CommandError(f"cannot read the trace: {exc}") from exc
-        nodes = options["nodes"] or _nodes_for_load(
-            jobs, options["hours"], options["gpus_per_node"], options["load"]
-        )
-        gpus = nodes * options["gpus_per_node"]
-        cluster = TraceCluster(
-            nodes,
-            options["gpus_per_node"],
-            team_quotas((j.team for j in jobs), gpus, team_nodes),
-            config=config,
-        )
-        too_large = [j for j in jobs if not fits(j, cluster)]
-        jobs = [j for j in jobs if fits(j, cluster)]
         try:
-            runs = replay_trace(
+            return replay_window(
                 jobs,
-                cluster,
+                start=start,
+                hours=options["hours"],
+                nodes=options["nodes"],
+                load=options["load"],
+                gpus_per_node=options["gpus_per_node"],
+                config=config,
+                team_nodes=team_nodes,
                 step_seconds=options["step"],
                 on_progress=lambda label, hours: self.stderr.write(
                     f"{start:%m-%d %H:%M} {label}: {hours:g} h simulated"
@@ -198,57 +183,3 @@ class Command(BaseCommand):
             )
         except ScenarioError as exc:
             raise CommandError(f"bad --config: {exc}") from exc
-        load = _offered_load(jobs, options["hours"], cluster)
-        return WindowReplay(start, len(jobs), len(too_large), cluster, load, runs)
-
-
-def _work_hours(jobs: list[TraceJob]) -> float:
-    """The GPU-hours the jobs ask for."""
-    return sum(j.gpus * j.duration for j in jobs) / 3600
-
-
-def _nodes_for_load(jobs: list[TraceJob], hours: float, gpus_per_node: int, load: float) -> int:
-    """The nodes (at least one) whose GPUs over `hours` come closest to the jobs'
-    GPU-hours divided by `load`: the cluster on which they offer that load."""
-    return max(round(_work_hours(jobs) / (hours * gpus_per_node * load)), 1)
-
-
-def _offered_load(jobs: list[TraceJob], hours: float, cluster: TraceCluster) -> float:
-    """The jobs' GPU-hours over what the cluster's GPUs give in the window."""
-    return _work_hours(jobs) / (hours * cluster.nodes * cluster.gpus_per_node)
-
-
-@dataclass(frozen=True)
-class WindowReplay:
-    """One window of the trace, replayed."""
-
-    start: datetime
-    jobs: int
-    too_large: int
-    cluster: TraceCluster
-    offered_load: float
-    runs: dict[str, RunFigures]
-
-    def document(self, config: dict[str, Any]) -> dict[str, Any]:
-        """The window's figures as JSON."""
-        return {
-            "start": self.start.isoformat(),
-            "jobs": self.jobs,
-            "left_out_too_large": self.too_large,
-            "cluster": {"nodes": self.cluster.nodes, "gpus_per_node": self.cluster.gpus_per_node},
-            "offered_load": round(self.offered_load, 3),
-            "config": config,
-            "quotas": {team: round(q, 4) for team, q in self.cluster.quotas.items()},
-            "runs": {label: figures.to_json() for label, figures in self.runs.items()},
-        }
-
-    def header(self, step: float, config: dict[str, Any], dated: bool) -> str:
-        """The line above the table: what was replayed on what."""
-        return (
-            (f"{self.start:%Y-%m-%d %H:%M}: " if dated else "")
-            + f"{self.jobs} jobs on {self.cluster.nodes} nodes x "
-            f"{self.cluster.gpus_per_node} GPUs (offered load {self.offered_load:.2f}), "
-            f"a cycle every {step:g} s"
-            + "".join(f"; {key}={json.dumps(value)}" for key, value in config.items())
-            + (f"; {self.too_large} left out (larger than the cluster)" if self.too_large else "")
-        )

@@ -4,7 +4,9 @@
  * removed by ticking "Remove this change". With it:
  *   - a row shows only the fields its kind of change uses (data-kinds on each field),
  *   - "Add a change" copies the empty row from <template data-change-template> at once,
- *   - "Remove" hides the row and ticks its DELETE box (the server then leaves it out).
+ *   - "Remove" hides the row and ticks its DELETE box (the server then leaves it out),
+ *   - the form shows only the fields of the chosen source ([data-source-fields] lists
+ *     the sources a part is for).
  */
 (function () {
   "use strict";
@@ -73,10 +75,23 @@
     if (kind) kind.focus();
   }
 
+  function showSource(form) {
+    var chosen = form.querySelector('input[name="source"]:checked');
+    var source = chosen ? chosen.value : "";
+    form.querySelectorAll("[data-source-fields]").forEach(function (part) {
+      var sources = part.getAttribute("data-source-fields").split(/\s+/);
+      part.hidden = Boolean(source) && sources.indexOf(source) < 0;
+    });
+  }
+
   function init() {
     var list = document.querySelector("[data-change-rows]");
     if (!list) return;
     var form = list.closest("form");
+    showSource(form);
+    form.addEventListener("change", function (event) {
+      if (event.target && event.target.name === "source") showSource(form);
+    });
     list.querySelectorAll("[data-change-row]").forEach(function (row) { enhance(row, list); });
     renumber(list);
     list.addEventListener("change", function (event) {

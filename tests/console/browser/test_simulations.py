@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 from scheduler_core.models import Simulation
 from scheduler_core.services.simulations import simulation_create, simulation_run
 from tests.console.browser.conftest import backend, fill_a100_with_nlp_waiting
+from tests.factories import TRACE_CSV
 
 
 def test_an_admin_picks_a_quota_change_and_reads_the_outcome(live, cluster, monkeypatch):
@@ -89,3 +90,39 @@ def test_a_run_another_admin_starts_appears_in_an_open_list(live, cluster, monke
     expect(tick).to_be_checked()
     expect(page.locator("[data-live-waiting]")).to_have_count(0)  # nothing held back
     assert page.evaluate("window.__sameDocument") is True  # no reload
+
+
+def test_an_admin_replays_a_trace_and_reads_it_side_by_side(live, cluster, monkeypatch, tmp_path):
+    monkeypatch.setattr("scheduler_core.services.simulations._enqueue", lambda pk: None)
+    trace = tmp_path / "philly-day.csv"
+    trace.write_text(TRACE_CSV)
+    page = live.page("admin")
+    page.goto(f"{live.url}/simulations/")
+    trace_part = page.locator("[data-source-fields=trace]")
+    expect(trace_part).to_be_hidden()  # the live copy is chosen: only its fields show
+    page.check("input[name=source][value=trace]")
+    expect(trace_part).to_be_visible()
+    expect(page.locator("#change-rows")).to_be_hidden()
+    expect(page.locator("#id_horizon")).to_be_hidden()
+    page.fill("#id_name", "philly day")
+    page.set_input_files("#id_trace_file", str(trace))
+    page.fill("#id_trace_start", "2017-10-25T19:00")
+    page.fill("#id_trace_hours", "2")
+    page.fill("#id_trace_nodes", "4")
+    page.check("input[name=trace_settings][value=reclaim_weighs_lost_work]")
+    page.click("button:has-text('Start')")
+    expect(page.locator("h1")).to_have_text("philly day")
+    simulation = Simulation.objects.get()
+    assert simulation.trace_options["config"] == {"reclaim_weighs_lost_work": True}
+
+    live.wait_live(page)
+    backend(simulation_run, simulation_id=simulation.pk)  # the worker
+    expect(page.locator("[data-summary]")).to_contain_text(
+        "Fairway ran the window's 6 jobs to their end in"
+    )
+    figures = page.locator("[data-trace-figures]")
+    expect(figures.locator("thead")).to_contain_text("FIFO with backfill")
+    expect(figures).to_contain_text("lost GPU-h (% of work)")
+    chart = page.locator("[data-trace-chart=Fairway] [data-chart-legend]")
+    expect(chart).to_contain_text("GPUs asked by waiting jobs")
+    expect(chart).to_contain_text("capacity (32)")

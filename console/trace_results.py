@@ -1,0 +1,103 @@
+"""A trace run's result for the page: what was replayed, the schedulers' figures side by
+side, an outcome in plain words, and per scheduler a chart of the GPUs in use and asked
+for by waiting jobs, hour by hour (scheduler_core.whatif.trace_runs stores the result)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from console.charts import Series, stacked_area
+from scheduler_core.whatif.replay import BACKFILL, ENGINE, FIFO
+from scheduler_core.whatif.run_figures import RunFigures, figure_rows, figures_from_json
+
+TITLES = {ENGINE: "Fairway", FIFO: "FIFO", BACKFILL: "FIFO with backfill"}
+IN_USE, WAITING = "var(--p0)", "var(--p2)"
+
+
+def trace_context(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What the page shows of a succeeded trace run's `result`."""
+    figures = {label: figures_from_json(data) for label, data in result["runs"].items()}
+    capacity = (result.get("cluster") or {}).get("nodes", 0) * (result.get("cluster") or {}).get(
+        "gpus_per_node", 0
+    )
+    return {
+        "header": result.get("header", ""),
+        "titles": [TITLES.get(label, label) for label in figures],
+        "rows": figure_rows(figures),
+        "summary": outcome_text(figures),
+        "charts": [
+            {"title": TITLES.get(label, label), "svg": timeline_chart(f, capacity)}
+            for label, f in figures.items()
+        ],
+        "config": result.get("config") or {},
+    }
+
+
+def trace_comparison(named: Sequence[tuple[str, Mapping[str, Any] | None]]) -> dict[str, Any]:
+    """Two trace runs' engine figures side by side (`named`: each run's name and result,
+    None while it has none), and what changes from the first to the second in words."""
+    engines = {
+        name: figures_from_json(result["runs"][ENGINE])
+        for name, result in named
+        if result and ENGINE in (result.get("runs") or {})
+    }
+    if len(engines) < 2:
+        return {"titles": list(engines), "rows": figure_rows(engines), "summary": ""}
+    (first, a), (second, b) = engines.items()
+    changes = [
+        f"makespan from {a.makespan_hours:.1f} to {b.makespan_hours:.1f} h",
+        f"fairness deviation from {a.fairness_deviation:.3f} to {b.fairness_deviation:.3f}",
+        f"work thrown away from {a.lost_fraction:.1%} to {b.lost_fraction:.1%}",
+        f"preemptions from {a.preemptions} to {b.preemptions}",
+    ]
+    return {
+        "titles": [first, second],
+        "rows": figure_rows(engines),
+        "summary": f"In {second}, compared with {first}, Fairway's " + ", ".join(changes) + ".",
+    }
+
+
+def timeline_chart(figures: RunFigures, capacity: float) -> str:
+    """GPUs in use and GPUs asked for by waiting jobs, stacked, hour by hour."""
+    timeline = figures.timeline or {}
+    hours = timeline.get("hours") or []
+    series = [
+        Series("GPUs in use", IN_USE, list(timeline.get("gpus_in_use") or [])),
+        Series("GPUs asked by waiting jobs", WAITING, list(timeline.get("gpus_waiting") or [])),
+    ]
+    return stacked_area(
+        [f"{round(h, 1):g} h" for h in hours],
+        series,
+        capacity=capacity or None,
+        height=200,
+        x_title="hours since the window opened",
+    )
+
+
+def outcome_text(figures: Mapping[str, RunFigures]) -> str:
+    """The engine against the reference schedulers in one or two sentences."""
+    engine = figures.get(ENGINE)
+    if engine is None:
+        return ""
+    others = [(TITLES[label], figures[label]) for label in (FIFO, BACKFILL) if label in figures]
+
+    def against(value: str, pick: Any) -> str:
+        if not others:
+            return value
+        return f"{value} ({'; '.join(f'{title} {pick(f)}' for title, f in others)})"
+
+    return (
+        f"Fairway ran the window's {engine.jobs:,} jobs to their end in "
+        + against(f"{engine.makespan_hours:.1f} h", lambda f: f"{f.makespan_hours:.1f} h")
+        + ", with a fairness deviation of "
+        + against(f"{engine.fairness_deviation:.3f}", lambda f: f"{f.fairness_deviation:.3f}")
+        + f". Its {engine.preemptions} preemptions and {engine.moves} moves threw away "
+        f"{engine.lost_gpu_hours:,.0f} GPU-hours, {engine.lost_fraction:.1%} of the work"
+        + (
+            f"; {engine.jobs_preempted_more_than_twice} jobs were preempted more than twice"
+            if engine.jobs_preempted_more_than_twice
+            else ""
+        )
+        + "."
+    )

@@ -86,11 +86,13 @@ def check_trace_request(text: Any, options: Any) -> tuple[TraceRequest | None, P
     problems += [(str(k), "not an option of a trace run") for k in options if k not in known]
     start = _start(options.get("start"), problems)
     hours = _number(options, "hours", 24.0, (0.0, MAX_HOURS), problems, above_low=True)
-    nodes = _whole(options, "nodes", None, (1, MAX_NODES), problems)
+    nodes = _whole(_number(options, "nodes", None, (1, MAX_NODES), problems, whole=True))
     load = _number(options, "load", None, LOAD_RANGE, problems)
     if (nodes is None) == (load is None) and "nodes" not in dict(problems):
         problems.append(("nodes", "give the cluster's nodes, or the offered load to size it for"))
-    gpus_per_node = _whole(options, "gpus_per_node", 8, (1, MAX_GPUS_PER_NODE), problems)
+    gpus_per_node = _whole(
+        _number(options, "gpus_per_node", 8, (1, MAX_GPUS_PER_NODE), problems, whole=True)
+    )
     cap_hours = _number(options, "cap_hours", 24.0, (0.0, MAX_CAP_HOURS), problems, above_low=True)
     step = _number(options, "step_seconds", 60.0, STEP_RANGE, problems)
     team_nodes = _team_nodes(options.get("team_nodes"), problems)
@@ -206,13 +208,23 @@ def _number(
     problems: Problems,
     *,
     above_low: bool = False,
+    whole: bool = False,
 ) -> float | None:
+    """Option `key`, a number within `bounds` (above the low one with `above_low`; a
+    whole number with `whole`), or `default` when it is not given; None and a problem
+    when it is wrong."""
     value = options.get(key)
     if value is None or value == "":
         return default
     low, high = bounds
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        problems.append((key, f"must be a number, got {value!r}"))
+    kind = "a whole number" if whole else "a number"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or (whole and not float(value).is_integer())
+    ):
+        problems.append((key, f"must be {kind}, got {value!r}"))
         return None
     if value > high or value < low or (above_low and value <= low):
         word = "more than" if above_low else "at least"
@@ -221,28 +233,8 @@ def _number(
     return float(value)
 
 
-def _whole(
-    options: Mapping[str, Any],
-    key: str,
-    default: int | None,
-    bounds: tuple[int, int],
-    problems: Problems,
-) -> int | None:
-    value = options.get(key)
-    if value is None or value == "":
-        return default
-    low, high = bounds
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not float(value).is_integer()
-    ):
-        problems.append((key, f"must be a whole number, got {value!r}"))
-        return None
-    if not low <= value <= high:
-        problems.append((key, f"must be from {low} to {high}, got {value:g}"))
-        return None
-    return int(value)
+def _whole(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def _team_nodes(value: Any, problems: Problems) -> dict[str, int] | None:

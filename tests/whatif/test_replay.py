@@ -11,22 +11,14 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from scheduler_core.whatif.replay import BACKFILL, ENGINE, FIFO
+from tests.factories import TRACE_CSV
 
 HERE = Path(__file__).resolve().parent
 SHARED = Path(os.environ.get("FAIRWAY_SHARED_DIR", HERE.parents[2] / "shared"))
 TRACES = SHARED / "traces"
 OUR_SCENARIOS = HERE.parent / "scenarios" / "files"
 
-# team a (quota: half the 4 nodes) fills the cluster first; team b's gang arrives later
-TRACE = """timestamp,duration,num_gpus,gpu_time,cluster
-2017-10-25 19:00:00,7200,8,0,a
-2017-10-25 19:00:00,7200,8,0,a
-2017-10-25 19:00:00,7200,8,0,a
-2017-10-25 19:00:00,7200,8,0,a
-2017-10-25 19:10:00,1800,16,0,b
-2017-10-25 19:20:00,600,1,0,a
-2017-10-25 23:00:00,600,1,0,a
-"""
+TRACE = TRACE_CSV  # team a fills the cluster first; team b's gang arrives later
 
 
 def replay(tmp_path: Path, *extra: str) -> tuple[dict, str]:

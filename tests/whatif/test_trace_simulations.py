@@ -102,4 +102,4 @@ def test_researchers_cannot_replay_a_trace(cluster):
 def test_the_window_and_cluster_size_are_bounded():
     request, found = check_trace_request(TRACE, {**OPTIONS, "nodes": 10_000})
     assert request is None
-    assert found == [("nodes", "must be from 1 to 512, got 10000")]
+    assert found == [("nodes", "must be at least 1 and at most 512, got 10000")]

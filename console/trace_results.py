@@ -18,9 +18,8 @@ IN_USE, WAITING = "var(--p0)", "var(--p2)"
 def trace_context(result: Mapping[str, Any]) -> dict[str, Any]:
     """What the page shows of a succeeded trace run's `result`."""
     figures = {label: figures_from_json(data) for label, data in result["runs"].items()}
-    capacity = (result.get("cluster") or {}).get("nodes", 0) * (result.get("cluster") or {}).get(
-        "gpus_per_node", 0
-    )
+    cluster = result.get("cluster") or {}
+    capacity = cluster.get("nodes", 0) * cluster.get("gpus_per_node", 0)
     return {
         "header": result.get("header", ""),
         "titles": [TITLES.get(label, label) for label in figures],
@@ -30,7 +29,6 @@ def trace_context(result: Mapping[str, Any]) -> dict[str, Any]:
             {"title": TITLES.get(label, label), "svg": timeline_chart(f, capacity)}
             for label, f in figures.items()
         ],
-        "config": result.get("config") or {},
     }
 
 
@@ -87,8 +85,14 @@ def outcome_text(figures: Mapping[str, RunFigures]) -> str:
             return value
         return f"{value} ({'; '.join(f'{title} {pick(f)}' for title, f in others)})"
 
+    ran = f"the window's {engine.jobs:,} jobs"
+    if engine.unfinished:
+        ran = (
+            f"{engine.completed:,} of the window's {engine.jobs:,} jobs "
+            f"({engine.unfinished:,} never ended)"
+        )
     return (
-        f"Fairway ran the window's {engine.jobs:,} jobs to their end in "
+        f"Fairway ran {ran} to their end in "
         + against(f"{engine.makespan_hours:.1f} h", lambda f: f"{f.makespan_hours:.1f} h")
         + ", with a fairness deviation of "
         + against(f"{engine.fairness_deviation:.3f}", lambda f: f"{f.fairness_deviation:.3f}")

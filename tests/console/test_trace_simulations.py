@@ -7,8 +7,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from console.trace_results import outcome_text
 from scheduler_core.models import Simulation
 from scheduler_core.services.simulations import simulation_create
+from scheduler_core.whatif.run_figures import figures_from_json
 from scheduler_core.whatif.tasks import run_simulation_task
 from tests.factories import TRACE_CSV, TRACE_OPTIONS
 
@@ -113,3 +115,16 @@ def test_a_trace_run_is_not_compared_with_a_scenario(client_for, cluster):
     url = reverse("console:simulation_compare") + f"?id={trace.pk}&id={other.pk}"
     response = client_for("admin").get(url, follow=True)
     assert "Compare a trace run with another trace run" in response.content.decode()
+
+
+def test_the_outcome_says_how_many_jobs_never_ended(cluster):
+    sim = simulation_create(
+        user=cluster["admin"], name="t", source="trace", trace_text=TRACE_CSV, trace=TRACE_OPTIONS
+    )
+    run_simulation_task.apply(args=[sim.pk])
+    runs = Simulation.objects.get().result["runs"]
+    runs["fairway"] |= {"completed": 5, "unfinished": 1}
+    figures = {label: figures_from_json(data) for label, data in runs.items()}
+    assert outcome_text(figures).startswith(
+        "Fairway ran 5 of the window's 6 jobs (1 never ended) to their end in"
+    )

@@ -99,9 +99,13 @@ def outcome_text(figures: Mapping[str, RunFigures]) -> str:
         + f". Its {engine.preemptions} preemptions and {engine.moves} moves threw away "
         f"{engine.lost_gpu_hours:,.0f} GPU-hours, {engine.lost_fraction:.1%} of the work"
         + (
-            f"; {engine.jobs_preempted_more_than_twice} jobs were preempted more than twice"
+            f"; {_jobs(engine.jobs_preempted_more_than_twice)} preempted more than twice"
             if engine.jobs_preempted_more_than_twice
             else ""
         )
         + "."
     )
+
+
+def _jobs(count: int) -> str:
+    return f"{count} job was" if count == 1 else f"{count} jobs were"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import random
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
 from django.core.management import call_command
@@ -24,6 +25,21 @@ def spread_history_over_the_last_hour() -> None:
     for i, event in enumerate(events):
         event.created_at = now - timedelta(minutes=55) + timedelta(minutes=50 * i / count)
         event.save(update_fields=["created_at"])
+
+
+def synthetic_trace(jobs: int = 180, hours: float = 6.0) -> str:
+    """A seeded trace in the Philly columns: mostly one-GPU jobs of minutes to hours, some
+    gangs, four teams arriving in bursts."""
+    rng = random.Random(17)
+    start = datetime(2017, 10, 25, 19, 0)
+    lines = ["timestamp,duration,num_gpus,cluster"]
+    for _ in range(jobs):
+        at = start + timedelta(seconds=rng.betavariate(1.3, 2.0) * hours * 3600)
+        gpus = rng.choices([1, 2, 4, 8, 16], weights=[70, 10, 8, 8, 4])[0]
+        duration = min(rng.lognormvariate(7.5, 1.2), 12 * 3600)
+        team = rng.choices(["vision", "nlp", "speech", "robotics"], weights=[4, 3, 2, 1])[0]
+        lines.append(f"{at:%Y-%m-%d %H:%M:%S},{duration:.0f},{gpus},{team}")
+    return "\n".join(lines) + "\n"
 
 
 def a_big_gang_reclaims_over_quota_work(cluster_user) -> None:
@@ -104,6 +120,26 @@ def test_screenshots_of_the_demo_cluster(live):
     admin.goto(f"{live.url}/simulations/{simulation.pk}/")
     expect(admin.locator("[data-run=changed]")).to_be_visible()
     live.screenshot(admin, "simulation")
+
+    # a day's worth of jobs of four teams replayed against FIFO and backfill
+    trace = backend(
+        simulation_create,
+        user=User.objects.get(username="admin"),
+        name="Six busy hours, weighed evictions",
+        source="trace",
+        trace_text=synthetic_trace(),
+        trace={
+            "start": "2017-10-25T19:00",
+            "hours": 6,
+            "nodes": 8,
+            "team_nodes": {"vision": 4, "nlp": 2, "speech": 1, "robotics": 1},
+            "config": {"reclaim_weighs_lost_work": True, "consolidation_weighs_lost_work": True},
+        },
+    )
+    backend(simulation_run, simulation_id=trace.pk)
+    admin.goto(f"{live.url}/simulations/{trace.pk}/")
+    expect(admin.locator("[data-trace-figures]")).to_be_visible()
+    live.screenshot(admin, "simulation-trace")
 
     alice = live.page("alice", password="fairway-alice")
     alice.goto(f"{live.url}/submit/")

@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from console.trace_results import outcome_text
+from console.trace_results import outcome_text, trace_context
 from scheduler_core.models import Simulation
 from scheduler_core.services.simulations import simulation_create
 from scheduler_core.whatif.run_figures import figures_from_json
@@ -128,3 +128,13 @@ def test_the_outcome_says_how_many_jobs_never_ended(cluster):
     assert outcome_text(figures).startswith(
         "Fairway ran 5 of the window's 6 jobs (1 never ended) to their end in"
     )
+
+
+def test_the_engine_comes_first_whatever_order_the_database_keeps(cluster):
+    sim = simulation_create(
+        user=cluster["admin"], name="t", source="trace", trace_text=TRACE_CSV, trace=TRACE_OPTIONS
+    )
+    run_simulation_task.apply(args=[sim.pk])
+    result = Simulation.objects.get().result
+    result["runs"] = dict(reversed(list(result["runs"].items())))  # as jsonb may give it
+    assert trace_context(result)["titles"] == ["Fairway", "FIFO", "FIFO with backfill"]

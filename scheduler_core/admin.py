@@ -280,6 +280,10 @@ class SimulationAdmin(admin.ModelAdmin):
     list_display = ["name", "source", "status", "progress", "created_by", "created_at"]
     list_filter = ["status", "source"]
     search_fields = ["name"]
+    exclude = ["trace_text"]  # megabytes of CSV: the console and the API show the run
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("trace_text", "scenario_text", "result")
 
 
 @admin.register(models.ApiToken)

@@ -88,8 +88,11 @@ def check_trace_request(text: Any, options: Any) -> tuple[TraceRequest | None, P
     hours = _number(options, "hours", 24.0, (0.0, MAX_HOURS), problems, above_low=True)
     nodes = _whole(_number(options, "nodes", None, (1, MAX_NODES), problems, whole=True))
     load = _number(options, "load", None, LOAD_RANGE, problems)
-    if (nodes is None) == (load is None) and "nodes" not in dict(problems):
-        problems.append(("nodes", "give the cluster's nodes, or the offered load to size it for"))
+    if not {"nodes", "load"} & {key for key, _ in problems}:
+        if nodes is None and load is None:
+            problems.append(("nodes", "give the cluster's nodes, or the offered load to size it"))
+        elif nodes is not None and load is not None:
+            problems.append(("load", "give the nodes or the offered load, not both"))
     gpus_per_node = _whole(
         _number(options, "gpus_per_node", 8, (1, MAX_GPUS_PER_NODE), problems, whole=True)
     )

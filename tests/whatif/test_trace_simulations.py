@@ -53,6 +53,7 @@ def test_bad_options_are_named_field_by_field(cluster):
             trace={"start": "yesterday", "hours": 0, "nodes": 4, "load": 1.2, "colour": 1},
         )
     found = problems(caught.value)
+    assert found["trace.load"] == ["give the nodes or the offered load, not both"]
     assert "not a time" in found["trace.start"][0]
     assert found["trace.hours"] == ["must be more than 0 and at most 168, got 0"]
     assert found["trace.colour"] == ["not an option of a trace run"]

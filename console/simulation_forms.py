@@ -451,15 +451,9 @@ class SimulationForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
-        upload = data.get("scenario_file")
-        if upload is not None:
-            if upload.size > self.MAX_UPLOAD:
-                self.add_error("scenario_file", "the file is larger than 2 MB")
-            else:
-                try:
-                    data["scenario_text"] = upload.read().decode("utf-8")
-                except UnicodeDecodeError:
-                    self.add_error("scenario_file", "the file is not UTF-8 text")
+        scenario = self._text(data.get("scenario_file"), "scenario_file", "file", self.MAX_UPLOAD)
+        if scenario is not None:
+            data["scenario_text"] = scenario
         if data.get("source") == "scenario" and not (data.get("scenario_text") or "").strip():
             self.add_error("scenario_text", "upload a scenario file or paste one")
         if data.get("source") == "trace":
@@ -474,11 +468,12 @@ class SimulationForm(forms.Form):
 
     def _clean_trace(self, data: dict[str, Any]) -> None:
         """The trace's text and its options (`trace_options`), as the service takes them."""
-        data["trace_text"] = self._text(data.get("trace_file"), "trace_file", "trace")
+        limit = self.MAX_TRACE_UPLOAD
+        data["trace_text"] = self._text(data.get("trace_file"), "trace_file", "trace", limit) or ""
         if data.get("trace_file") is None:
             self.add_error("trace_file", "upload the trace (CSV)")
         team_nodes = None
-        text = self._text(data.get("team_nodes_file"), "team_nodes_file", "team sizes")
+        text = self._text(data.get("team_nodes_file"), "team_nodes_file", "team sizes", limit)
         if text:
             try:
                 team_nodes = parse_team_nodes(io.StringIO(text, newline=""))
@@ -503,15 +498,16 @@ class SimulationForm(forms.Form):
             "config": config,
         }
 
-    def _text(self, upload: Any, field: str, what: str) -> str:
-        """An uploaded file's UTF-8 text ("" and an error on `field` when it is not)."""
+    def _text(self, upload: Any, field: str, what: str, limit: int) -> str | None:
+        """An uploaded file's UTF-8 text; None when there is none, or (with an error on
+        `field`) when it is larger than `limit` bytes or not UTF-8."""
         if upload is None:
-            return ""
-        if upload.size > self.MAX_TRACE_UPLOAD:
-            self.add_error(field, f"the {what} is larger than 8 MB")
-            return ""
+            return None
+        if upload.size > limit:
+            self.add_error(field, f"the {what} is larger than {limit // 1_000_000} MB")
+            return None
         try:
             return upload.read().decode("utf-8-sig")
         except UnicodeDecodeError:
             self.add_error(field, f"the {what} is not UTF-8 text")
-            return ""
+            return None

@@ -4,6 +4,7 @@ for by waiting jobs, hour by hour (scheduler_core.whatif.trace_runs stores the r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +34,25 @@ def trace_context(result: Mapping[str, Any]) -> dict[str, Any]:
             for label, f in figures.items()
         ],
     }
+
+
+def trace_options_text(options: Mapping[str, Any]) -> str:
+    """What a trace run replays, from its stored options: "24 h of it from
+    2017-10-25T19:00 UTC on 48 nodes x 8 GPUs · reserve_for_gangs=true", with a
+    multiplication sign; "" for a run of another source."""
+    if not options:
+        return ""
+    size = (
+        f"{options['nodes']} nodes"
+        if options.get("nodes")
+        else f"the nodes for load {options.get('load')}"
+    )
+    settings = ", ".join(
+        f"{key}={json.dumps(value)}" for key, value in (options.get("config") or {}).items()
+    )
+    gpus = options["gpus_per_node"]
+    text = f"{options['hours']:g} h of it from {options['start']} UTC on {size} \u00d7 {gpus} GPUs"
+    return f"{text} · {settings}" if settings else text
 
 
 def trace_comparison(named: Sequence[tuple[str, Mapping[str, Any] | None]]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from django.http import HttpRequest
 
 from scheduler_core import models
 from scheduler_core.loop.triggers import request_cycle
+from scheduler_core.selectors.simulations import SIMULATION_INPUTS
 from scheduler_core.services.cluster import node_cordon, node_drain, node_uncordon
 from scheduler_core.services.workloads import workload_cancel, workload_resume, workload_suspend
 
@@ -283,7 +284,7 @@ class SimulationAdmin(admin.ModelAdmin):
     exclude = ["trace_text"]  # megabytes of CSV: the console and the API show the run
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("trace_text", "scenario_text", "result")
+        return super().get_queryset(request).defer("result", *SIMULATION_INPUTS)
 
 
 @admin.register(models.ApiToken)

@@ -21,6 +21,7 @@ from scheduler_core.choices import SimulationSource
 from scheduler_core.models import Simulation
 from scheduler_core.selectors.simulations import (
     simulation_result_for,
+    simulation_rows_visible_to,
     simulation_scenario_for,
     simulations_visible_to,
 )
@@ -58,8 +59,7 @@ class SimulationViewSet(ApiViewSet):
         return Response(SimulationDetailSerializer(simulation).data, status=code)
 
     def list(self, request):
-        queryset = self.get_queryset().defer("result", "scenario_text", "trace_text")
-        return self.page(queryset, SimulationSerializer)
+        return self.page(simulation_rows_visible_to(request.user), SimulationSerializer)
 
     @extend_schema(summary="A run's progress, and its result once it has succeeded")
     def retrieve(self, request, pk=None):

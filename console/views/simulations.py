@@ -19,25 +19,24 @@ from console.simulation_forms import (
     change_rows,
 )
 from console.simulation_summary import gpu_moves_text, result_text
-from console.trace_results import trace_comparison, trace_context
+from console.trace_results import trace_comparison, trace_context, trace_options_text
 from console.views.common import page
 from scheduler_core.choices import SimulationSource
 from scheduler_core.models import Simulation
-from scheduler_core.selectors.simulations import simulation_result_for, simulations_visible_to
+from scheduler_core.selectors.simulations import (
+    SIMULATION_INPUTS,
+    simulation_result_for,
+    simulation_rows_visible_to,
+    simulations_visible_to,
+)
 from scheduler_core.services.simulations import simulation_create
 
 LIST_SIZE = 50
 COLOURS = [f"var(--p{i})" for i in range(10)]
 
 
-LIST_DEFERRED = ("result", "scenario_text", "trace_text")
-"""What a list of runs does not show (a trace alone may take megabytes)."""
-
-
 def _visible(request, pk: int) -> Simulation:
-    return get_object_or_404(
-        simulations_visible_to(request.user).defer("scenario_text", "trace_text"), pk=pk
-    )
+    return get_object_or_404(simulations_visible_to(request.user).defer(*SIMULATION_INPUTS), pk=pk)
 
 
 @admin_required
@@ -101,16 +100,14 @@ def _start(request, form: SimulationForm, rows: BaseChangeRows) -> Simulation | 
 def _new_rows(request, after: int):
     """Rows of the runs `request.user` may see that are newer than run `after` (the newest
     the list was drawn with), newest first: re-fetched when a run is created."""
-    newer = (
-        simulations_visible_to(request.user).defer(*LIST_DEFERRED).filter(pk__gt=after)[:LIST_SIZE]
-    )
+    newer = simulation_rows_visible_to(request.user).filter(pk__gt=after)[:LIST_SIZE]
     return render(
         request, "console/simulations/_new_rows.html", {"new_runs": newer, "after": after}
     )
 
 
 def _list_page(request, form: SimulationForm, rows: BaseChangeRows):
-    simulations = list(simulations_visible_to(request.user).defer(*LIST_DEFERRED)[:LIST_SIZE])
+    simulations = list(simulation_rows_visible_to(request.user)[:LIST_SIZE])
     return page(
         request,
         "console/simulations/list.html",
@@ -144,18 +141,15 @@ def run_chart(run: dict) -> str:
 def result_context(user, simulation: Simulation) -> dict:
     """Progress, runs (with charts) and comparison of a run, as `user` may see them."""
     result = simulation_result_for(simulation=simulation, user=user) or {}
-    if result.get("kind") == "trace":
-        return {
-            "simulation": simulation,
-            "result": result,
-            "runs": [],
-            "trace": trace_context(result),
-            "live_running": simulation.status in ("queued", "running"),
-        }
-    runs = result.get("runs") or {}
-    return {
+    base = {
         "simulation": simulation,
         "result": result,
+        "live_running": simulation.status in ("queued", "running"),
+    }
+    if result.get("kind") == "trace":
+        return base | {"runs": [], "trace": trace_context(result)}
+    runs = result.get("runs") or {}
+    return base | {
         "runs": [
             {
                 "label": label,
@@ -167,7 +161,6 @@ def result_context(user, simulation: Simulation) -> dict:
         ],
         "comparison": result.get("comparison"),
         "summary": result_text(result),
-        "live_running": simulation.status in ("queued", "running"),
     }
 
 
@@ -178,7 +171,8 @@ def simulation_detail(request, pk: int):
         request,
         "console/simulations/detail.html",
         "simulations",
-        result_context(request.user, simulation),
+        result_context(request.user, simulation)
+        | {"trace_options": trace_options_text(simulation.trace_options)},
     )
 
 
@@ -220,7 +214,7 @@ def _compare_traces(request, chosen: list[Simulation]):
 @admin_required
 def simulation_compare(request):
     """Two runs side by side."""
-    visible = simulations_visible_to(request.user).defer("scenario_text", "trace_text")
+    visible = simulations_visible_to(request.user).defer(*SIMULATION_INPUTS)
     ids = [v for v in request.GET.getlist("id") if v.isdigit()][:2]
     chosen = list(visible.filter(pk__in=ids))
     if len(chosen) != 2:

@@ -18,6 +18,15 @@ from scheduler_core.choices import SimulationSource
 from scheduler_core.models import Project, Simulation
 from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects, redact_scenario
 
+SIMULATION_INPUTS = ("scenario_text", "trace_text")
+"""What a run replays: a scenario or a trace may take megabytes, so the pages and lists
+that show neither leave them out (QuerySet.defer)."""
+
+
+def simulation_rows_visible_to(user) -> QuerySet[Simulation]:
+    """simulations_visible_to without the inputs and results a list of runs never shows."""
+    return simulations_visible_to(user).defer("result", *SIMULATION_INPUTS)
+
 
 def simulations_visible_to(user) -> QuerySet[Simulation]:
     """Simulations `user` may see: their own; every one for system admins; newest first."""

@@ -40,7 +40,12 @@ from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects
 from scheduler_core.whatif.export import scenario_from_live_cluster
 from scheduler_core.whatif.runner import PREVIEW_STEPS, STEPS_PER_RUN, run_whatif
 from scheduler_core.whatif.scenarios.nesting import NestingTooDeep, parse_bounded
-from scheduler_core.whatif.trace_runs import TraceRequest, check_trace_request, run_trace
+from scheduler_core.whatif.trace_runs import (
+    TraceRequest,
+    check_trace_options,
+    check_trace_request,
+    run_trace,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -397,8 +402,9 @@ def simulation_run(*, simulation_id: int) -> Simulation | None:
 
 
 def _trace_request(sim: Simulation) -> TraceRequest:
-    """The stored trace run's request, checked again (stored options are JSON)."""
-    request, problems = check_trace_request(sim.trace_text, sim.trace_options)
+    """The stored trace run's request (its options are JSON, checked again; the trace
+    was checked when the run was made and is read once, by the run)."""
+    request, problems = check_trace_options(sim.trace_options)
     if request is None:
         raise ValueError("; ".join(f"{key}: {message}" for key, message in problems))
     return request

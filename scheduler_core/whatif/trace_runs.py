@@ -79,6 +79,31 @@ def check_trace_request(text: Any, options: Any) -> tuple[TraceRequest | None, P
     """The request that `options` and the trace `text` describe, or the problems, each
     naming its field. The trace is read for the window, so a window without jobs (or with
     too many) is refused before a worker is asked."""
+    request, problems = check_trace_options(options)
+    if not isinstance(text, str) or not text.strip():
+        problems.append(("trace_text", "upload or paste a trace (CSV in the Philly columns)"))
+    elif len(text) > MAX_TRACE_CHARS:
+        problems.append(
+            ("trace_text", f"at most {MAX_TRACE_CHARS:,} characters, got {len(text):,}")
+        )
+    if problems or request is None:
+        return None, problems
+    try:
+        jobs = read_window(text, request)
+    except TraceError as exc:
+        return None, [("trace_text", str(exc))]
+    if not jobs:
+        problems.append(("start", f"no job of the trace is submitted in the {_window(request)}"))
+    elif len(jobs) > MAX_JOBS:
+        problems.append(
+            ("hours", f"{len(jobs):,} jobs in the {_window(request)}; at most {MAX_JOBS:,}")
+        )
+    return (None if problems else request), problems
+
+
+def check_trace_options(options: Any) -> tuple[TraceRequest | None, Problems]:
+    """The request that `options` describe (what a stored run keeps), or the problems,
+    each naming its option."""
     problems: Problems = []
     if not isinstance(options, Mapping):
         return None, [("trace", 'give the trace options as an object, e.g. {"start": ...}')]
@@ -100,12 +125,6 @@ def check_trace_request(text: Any, options: Any) -> tuple[TraceRequest | None, P
     step = _number(options, "step_seconds", 60.0, STEP_RANGE, problems)
     team_nodes = _team_nodes(options.get("team_nodes"), problems)
     config = _config(options.get("config"), problems)
-    if not isinstance(text, str) or not text.strip():
-        problems.append(("trace_text", "upload or paste a trace (CSV in the Philly columns)"))
-    elif len(text) > MAX_TRACE_CHARS:
-        problems.append(
-            ("trace_text", f"at most {MAX_TRACE_CHARS:,} characters, got {len(text):,}")
-        )
     if problems or start is None:
         return None, problems
     request = TraceRequest(
@@ -119,17 +138,7 @@ def check_trace_request(text: Any, options: Any) -> tuple[TraceRequest | None, P
         team_nodes=team_nodes,
         config=config,
     )
-    try:
-        jobs = read_window(text, request)
-    except TraceError as exc:
-        return None, [("trace_text", str(exc))]
-    if not jobs:
-        problems.append(("start", f"no job of the trace is submitted in the {_window(request)}"))
-    elif len(jobs) > MAX_JOBS:
-        problems.append(
-            ("hours", f"{len(jobs):,} jobs in the {_window(request)}; at most {MAX_JOBS:,}")
-        )
-    return (None if problems else request), problems
+    return request, problems
 
 
 def read_window(text: str, request: TraceRequest) -> list[TraceJob]:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from console.charts import Series, stacked_area
-from scheduler_core.whatif.replay import BACKFILL, ENGINE, FIFO, SCHEDULERS
+from scheduler_core.whatif.replay import BACKFILL, ENGINE, FIFO, stored_figures
 from scheduler_core.whatif.run_figures import RunFigures, figure_rows, figures_from_json
 
 TITLES = {ENGINE: "Fairway", FIFO: "FIFO", BACKFILL: "FIFO with backfill"}
@@ -18,10 +18,7 @@ IN_USE, WAITING = "var(--p0)", "var(--p2)"
 
 def trace_context(result: Mapping[str, Any]) -> dict[str, Any]:
     """What the page shows of a succeeded trace run's `result`."""
-    runs = result["runs"]
-    # the engine first, then the references (PostgreSQL's jsonb keeps no key order)
-    labels = [label for label in SCHEDULERS if label in runs]
-    figures = {label: figures_from_json(runs[label]) for label in labels}
+    figures = stored_figures(result["runs"])
     cluster = result.get("cluster") or {}
     capacity = cluster.get("nodes", 0) * cluster.get("gpus_per_node", 0)
     return {

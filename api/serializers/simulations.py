@@ -84,6 +84,30 @@ RESULT_SCHEMA = {
 }
 
 
+FIGURES_SCHEMA = {
+    "type": "object",
+    "nullable": True,
+    "description": (
+        "A succeeded trace run's figures side by side, as `manage.py replay_trace` prints "
+        "them: the schedulers (the engine first), and per figure its label and one value "
+        "per scheduler, formatted. Null for other runs."
+    ),
+    "properties": {
+        "schedulers": {"type": "array", "items": {"type": "string"}},
+        "rows": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "figure": {"type": "string"},
+                    "values": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+
+
 @extend_schema_field(CHANGES_SCHEMA)
 class ChangesField(serializers.JSONField):
     """The `changes` object, checked in depth by the simulation service."""
@@ -92,6 +116,11 @@ class ChangesField(serializers.JSONField):
 @extend_schema_field(TRACE_SCHEMA)
 class TraceOptionsField(serializers.JSONField):
     """A trace run's options, checked in depth by the simulation service."""
+
+
+@extend_schema_field(FIGURES_SCHEMA)
+class FiguresField(serializers.JSONField):
+    """A trace run's figures side by side."""
 
 
 @extend_schema_field(RESULT_SCHEMA)
@@ -131,6 +160,9 @@ class SimulationDetailSerializer(SimulationSerializer):
     """A what-if run with its result."""
 
     result = ResultField(source="visible_result", help_text="The outcome (see the schema).")
+    figures = FiguresField(
+        source="visible_figures", help_text="A trace run's figures side by side (see the schema)."
+    )
 
 
 class SimulationScenarioSerializer(serializers.Serializer):

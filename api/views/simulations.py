@@ -20,6 +20,7 @@ from api.views.base import ApiViewSet
 from scheduler_core.choices import SimulationSource
 from scheduler_core.models import Simulation
 from scheduler_core.selectors.simulations import (
+    simulation_figures_of,
     simulation_result_for,
     simulation_rows_visible_to,
     simulation_scenario_for,
@@ -52,10 +53,10 @@ class SimulationViewSet(ApiViewSet):
         return super().get_throttles()
 
     def _detail(self, simulation: Simulation, code: int = status.HTTP_200_OK) -> Response:
-        # read by SimulationSerializer (source="visible_result")
-        simulation.visible_result = simulation_result_for(  # type: ignore[attr-defined]
-            simulation=simulation, user=self.request.user
-        )
+        # read by SimulationDetailSerializer (source="visible_result", "visible_figures")
+        result = simulation_result_for(simulation=simulation, user=self.request.user)
+        simulation.visible_result = result  # type: ignore[attr-defined]
+        simulation.visible_figures = simulation_figures_of(result)  # type: ignore[attr-defined]
         return Response(SimulationDetailSerializer(simulation).data, status=code)
 
     def list(self, request):

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 from fairway_cli import __version__, config
 from fairway_cli.client import ApiClient
-from fairway_cli.commands import cancel, describe, listing, login, logs, submit, top
+from fairway_cli.commands import cancel, describe, listing, login, logs, submit, top, whatif
 from fairway_cli.errors import USAGE, ApiError, CliError
 
-COMMANDS = (login, submit, listing, describe, logs, cancel, top)
+COMMANDS = (login, submit, listing, describe, logs, cancel, top, whatif)
 DESCRIPTION = "Fairway researcher CLI: submit and follow workloads on a Fairway GPU cluster."
 EPILOG = """\
 examples:
@@ -23,6 +23,7 @@ examples:
   fairway logs bert -f
   fairway cancel bert
   fairway top
+  fairway whatif trace philly.csv --start 2017-10-25T19:00 --hours 24 --nodes 48   (admins)
 
 Every read command takes --json. FAIRWAY_URL and FAIRWAY_TOKEN override the config file
 (~/.config/fairway/config.json, or $FAIRWAY_CONFIG).

@@ -17,6 +17,7 @@ from scheduler_core import access
 from scheduler_core.choices import SimulationSource
 from scheduler_core.models import Project, Simulation
 from scheduler_core.whatif.compare import OTHER_PROJECTS, redact_projects, redact_scenario
+from scheduler_core.whatif.replay import figures_document
 
 SIMULATION_INPUTS = ("scenario_text", "trace_text")
 """What a run replays: a scenario or a trace may take megabytes, so the pages and lists
@@ -53,6 +54,14 @@ def simulation_result_for(*, simulation: Simulation, user) -> dict[str, Any] | N
     if result is None or visible is None:
         return result
     return redact_projects(result, visible=visible, other=OTHER_PROJECTS)
+
+
+def simulation_figures_of(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A succeeded trace run's figures side by side, as `replay_trace` prints them (None
+    for another run, or one without a result yet)."""
+    if not result or result.get("kind") != "trace" or not result.get("runs"):
+        return None
+    return figures_document(result["runs"])
 
 
 def simulation_scenario_for(*, simulation: Simulation, user) -> str:

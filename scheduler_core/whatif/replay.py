@@ -15,6 +15,8 @@ from scheduler_core.whatif.run_figures import (
     HOUR,
     RunFigures,
     RunTally,
+    figure_rows,
+    figures_from_json,
     record_events,
     simulation_tally,
 )
@@ -167,6 +169,24 @@ def replay_window(
         offered_load(fitting, hours, cluster),
         runs,
     )
+
+
+def stored_figures(runs: Mapping[str, Any]) -> dict[str, RunFigures]:
+    """A stored replay's `runs` (WindowReplay.document) as figures, the engine first and
+    then the references (PostgreSQL's jsonb keeps no key order)."""
+    labels = [label for label in SCHEDULERS if label in runs]
+    labels += sorted(label for label in runs if label not in SCHEDULERS)
+    return {label: figures_from_json(runs[label]) for label in labels}
+
+
+def figures_document(runs: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored replay's figures side by side, as the command prints them: the
+    schedulers, and per figure its label and one value per scheduler."""
+    figures = stored_figures(runs)
+    return {
+        "schedulers": list(figures),
+        "rows": [{"figure": label, "values": cells} for label, cells in figure_rows(figures)],
+    }
 
 
 def work_hours(jobs: Iterable[TraceJob]) -> float:

@@ -24,6 +24,12 @@ def test_the_api_replays_a_trace(admin_api):
     poll = admin_api.get(f"/api/v1/simulations/{body['id']}/").json()
     assert poll["status"] == "succeeded", poll["error"]
     assert poll["result"]["runs"]["fairway"]["completed"] == 6
+    # the figures side by side, as replay_trace prints them: the engine first
+    figures = poll["figures"]
+    assert figures["schedulers"] == ["fairway", "fifo", "fifo+backfill"]
+    rows = {row["figure"]: row["values"] for row in figures["rows"]}
+    assert rows["jobs completed / unfinished"] == ["6 / 0"] * 3
+    assert body["figures"] is None  # not before it has run
     scenario = admin_api.get(f"/api/v1/simulations/{body['id']}/scenario/")
     assert scenario.status_code == 409
     assert "a trace run replays a trace" in str(scenario.json())

@@ -112,8 +112,9 @@ def scenario_lines(result: dict[str, Any]) -> list[str]:
     project's figures (baseline, and with the changes when there are some)."""
     runs = result.get("runs") or {}
     lines: list[str] = []
-    if result.get("changes_text"):
-        lines.append(f"Changes: {result['changes_text']}")
+    changes = result.get("changes_text") or []
+    if changes:
+        lines.append("Changes: " + "; ".join(changes if isinstance(changes, list) else [changes]))
     comparison = result.get("comparison") or {}
     for row in [*comparison.get("gains", []), *comparison.get("reclaimed", [])]:
         lines.append(f"  {row['text']}")
@@ -141,9 +142,9 @@ def project_table(metrics: dict[str, Any]) -> str:
     cluster = metrics.get("cluster") or {}
     rows.append(
         [
-            "(cluster)",
+            f"(cluster of {number(cluster.get('capacity_gpus'))} GPUs)",
             f"{cluster.get('mean_gpus', 0):.1f}",
-            number(cluster.get("capacity_gpus")),
+            NONE,
             NONE,
             str(cluster.get("preemptions", 0)),
             f"{cluster.get('completed', 0)} done",

@@ -14,6 +14,7 @@ from django.db import connections
 from scheduler_core.models import Simulation
 from scheduler_core.services.simulations import simulation_run
 from scheduler_core.services.tokens import token_create
+from tests import factories
 from tests.factories import TINY_SCENARIO, TRACE_CSV
 
 WORKER_DELAY = 1.5  # seconds before the worker picks a run up: the CLI shows it waiting
@@ -174,3 +175,31 @@ def test_a_failed_run_exits_1_with_its_reason(fairway, admin_token, files, no_wo
     shown = fairway("whatif", "show", str(run.pk), "--wait", token=admin_token)
     assert shown.returncode == 1
     assert f"what-if run {run.pk} failed: the worker was lost" in shown.stderr
+
+
+def test_changes_tried_on_a_copy_of_the_live_cluster(fairway, admin_token, cluster, tmp_path):
+    gpu1, gpu2 = cluster["nodes"]
+    for i in range(7):  # vision holds 14 of 16 GPUs, 6 over its quota; nlp waits
+        factories.running_workload(
+            cluster["vision"], [gpu1 if i < 4 else gpu2], name=f"train-{i}", gpus=2
+        )
+    for i in range(4):
+        factories.workload(cluster["nlp"], f"tune-{i}", gpus=2)
+    changes = tmp_path / "cut.json"
+    changes.write_text(json.dumps({"quotas": [{"project": "vision", "pool": "a100", "gpus": 4}]}))
+
+    done = fairway(
+        "whatif", "live", "--changes", str(changes), "--horizon", "600", token=admin_token
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "(live: cut): succeeded" in out.splitlines()[0]
+    assert "Changes: vision in a100: gpus 8 -> 4" in out
+    assert "Baseline run:" in out and "Changed run:" in out
+    assert Simulation.objects.get().source == "live"
+
+    # a change the server refuses is named as the API names it
+    changes.write_text(json.dumps({"quotas": [{"project": "vision", "pool": "a100", "gpus": -1}]}))
+    bad = fairway("whatif", "live", "--changes", str(changes), token=admin_token)
+    assert bad.returncode == 1
+    assert "changes.quotas[0].gpus" in bad.stderr

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from fairway_cli.client import ApiClient
+from fairway_cli.documents import read_document
 from fairway_cli.errors import OK, UsageError
 from fairway_cli.output import print_json
 
@@ -135,34 +135,12 @@ def request_body(args: argparse.Namespace) -> dict[str, Any]:
 
 def read_groups(path: Path) -> Any:
     """The pod groups in a JSON or YAML file (the server checks their shape)."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    data = _parse_yaml(text, path) if path.suffix in {".yaml", ".yml"} else _parse_json(text, path)
+    data = read_document(path)
     if isinstance(data, dict) and "groups" in data:
         data = data["groups"]
     if not isinstance(data, list):
         raise UsageError(f"{path} must hold a list of pod groups (or {{groups: [...]}})")
     return data
-
-
-def _parse_json(text: str, path: Path) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{path} is not valid JSON: {exc}") from None
-
-
-def _parse_yaml(text: str, path: Path) -> Any:
-    try:
-        import yaml  # optional: `pip install fairway-cli[yaml]`
-    except ImportError:
-        raise UsageError(f"reading {path} needs PyYAML (pip install pyyaml); or use JSON") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{path} is not valid YAML: {exc}") from None
 
 
 def run(args: argparse.Namespace, client: ApiClient) -> int:

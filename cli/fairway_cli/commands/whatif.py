@@ -10,6 +10,7 @@ from typing import Any
 
 from fairway_cli import simulations
 from fairway_cli.client import ApiClient
+from fairway_cli.documents import read_document
 from fairway_cli.errors import OK, USAGE
 from fairway_cli.output import print_json, table
 
@@ -18,7 +19,8 @@ EPILOG = """\
 examples:
   fairway whatif trace philly.csv --start 2017-10-25T19:00 --hours 24 --nodes 48 \\
       --team-nodes philly_vc.csv --config reserve_for_gangs=true
-  fairway whatif scenario quota-change.yaml --horizon 7200
+  fairway whatif scenario cluster.yaml --horizon 7200
+  fairway whatif live --changes quota-cut.json
   fairway whatif list
   fairway whatif show 12 --wait
 
@@ -32,6 +34,15 @@ in proportion to their nodes (a `vc,node num` CSV, as philly_vc.csv), else equal
   --config consolidation_weighs_lost_work=true --config reclaim_weighs_lost_work=true
   --config over_quota_weight_from_quota=true --config reserve_for_gangs=true
   --config consolidation_within_quota=true --config max_preemptions_per_workload=2
+"""
+
+LIVE_EPILOG = """\
+A changes file, JSON or YAML (every key optional; the API's schema has them all):
+  {"quotas": [{"project": "nlp", "pool": "a100", "gpus": 4}],
+   "weights": [{"department": "research", "over_quota_weight": 2}],
+   "pools": [{"pool": "a100", "reclaim_weighs_lost_work": true}],
+   "add_nodes": [{"name": "extra", "pool": "a100", "gpus": 8, "count": 2}],
+   "remove_nodes": ["gpu-7"]}
 """
 
 
@@ -88,6 +99,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _common(scenario)
     scenario.set_defaults(handler=run_scenario, needs_client=True)
+
+    live = commands.add_parser(
+        "live",
+        help="copy the cluster as it is now and try changes on it, against the copy unchanged",
+        description="Copy the live cluster (what you may see of it) and replay it with and "
+        "without the changes: quotas, weights, pool settings, nodes added or removed.",
+        epilog=LIVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    live.add_argument(
+        "--changes",
+        type=Path,
+        metavar="FILE",
+        help="the changes, JSON or YAML (none: the cluster as it goes on)",
+    )
+    live.add_argument(
+        "--horizon", type=int, metavar="SECONDS", help="simulated seconds (default 3600)"
+    )
+    _common(live)
+    live.set_defaults(handler=run_live, needs_client=True)
 
     show = commands.add_parser("show", help="a run's progress, or its figures once done")
     show.add_argument("id", type=int, metavar="ID")
@@ -148,6 +179,17 @@ def run_scenario(args: argparse.Namespace, client: ApiClient) -> int:
         "source": "scenario",
         "scenario_text": simulations.read_text(args.path, "scenario"),
     }
+    if args.horizon is not None:
+        body["horizon"] = args.horizon
+    return _start(args, client, body)
+
+
+def run_live(args: argparse.Namespace, client: ApiClient) -> int:
+    body: dict[str, Any] = {"name": args.name or "live", "source": "live"}
+    if args.changes is not None:
+        body["changes"] = read_document(args.changes)
+        if not args.name:
+            body["name"] = f"live: {args.changes.stem}"
     if args.horizon is not None:
         body["horizon"] = args.horizon
     return _start(args, client, body)

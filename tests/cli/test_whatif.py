@@ -177,7 +177,9 @@ def test_a_failed_run_exits_1_with_its_reason(fairway, admin_token, files, no_wo
     assert f"what-if run {run.pk} failed: the worker was lost" in shown.stderr
 
 
-def test_changes_tried_on_a_copy_of_the_live_cluster(fairway, admin_token, cluster, tmp_path):
+def test_changes_tried_on_a_copy_of_the_live_cluster(
+    fairway, admin_token, cluster, tmp_path, slow_worker
+):
     gpu1, gpu2 = cluster["nodes"]
     for i in range(7):  # vision holds 14 of 16 GPUs, 6 over its quota; nlp waits
         factories.running_workload(

@@ -54,7 +54,7 @@ def trace_options_text(options: Mapping[str, Any]) -> str:
 
 def trace_comparison(named: Sequence[tuple[str, Mapping[str, Any] | None]]) -> dict[str, Any]:
     """Two trace runs' engine figures side by side (`named`: each run's name and result,
-    None while it has none), and what changes from the first to the second in words."""
+    empty or None while it has none), and what changes from the first to the second in words."""
     engines = {
         name: figures_from_json(result["runs"][ENGINE])
         for name, result in named

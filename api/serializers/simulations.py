@@ -173,6 +173,18 @@ class SimulationScenarioSerializer(serializers.Serializer):
     )
 
 
+def _input_text(max_length: int, help_text: str) -> StrictCharField:
+    """What a run replays, as text taken as it is (a scenario, a trace); optional."""
+    return StrictCharField(
+        max_length=max_length,
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
+        help_text=help_text,
+    )
+
+
 class SimulationCreateSerializer(StrictInputSerializer):
     """A what-if run to queue."""
 
@@ -184,23 +196,14 @@ class SimulationCreateSerializer(StrictInputSerializer):
         help_text="scenario: replay `scenario_text`; live: copy the cluster as it is now; "
         "trace: replay `trace_text` with the options `trace`.",
     )
-    scenario_text = StrictCharField(
-        max_length=5_000_000,
-        required=False,
-        allow_blank=True,
-        default="",
-        trim_whitespace=False,
-        help_text="For source=scenario: a scenario in YAML or JSON (see FORMAT.md).",
+    scenario_text = _input_text(
+        5_000_000, "For source=scenario: a scenario in YAML or JSON (see FORMAT.md)."
     )
     changes = ChangesField(required=False, default=None, help_text="Changes to try.")
-    trace_text = StrictCharField(
-        max_length=8_000_000,
-        required=False,
-        allow_blank=True,
-        default="",
-        trim_whitespace=False,
-        help_text="For source=trace: a job trace, CSV with the columns timestamp (UTC), "
-        "duration (seconds), num_gpus and cluster (the team), as Philly's.",
+    trace_text = _input_text(
+        8_000_000,
+        "For source=trace: a job trace, CSV with the columns timestamp (UTC), duration "
+        "(seconds), num_gpus and cluster (the team), as Philly's.",
     )
     trace = TraceOptionsField(
         required=False, default=None, help_text="For source=trace: its options."

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fairway_cli import documents
 from fairway_cli.client import ApiClient
 from fairway_cli.errors import CliError, UsageError
 from fairway_cli.output import NONE, age, number, shorten, table
@@ -33,19 +34,9 @@ def setting(text: str) -> tuple[str, Any]:
         return key, value
 
 
-def read_text(path: Path, what: str) -> str:
-    """The file at `path` as UTF-8 text, or a usage error naming it."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"the {what} {path} is not UTF-8 text") from None
-
-
 def read_team_nodes(path: Path) -> dict[str, int]:
     """Nodes per team from a `vc,node num` CSV file (the trace's philly_vc.csv)."""
-    reader = csv.DictReader(read_text(path, "team sizes").splitlines())
+    reader = csv.DictReader(documents.read_text(path, "team sizes").splitlines())
     if not {"vc", "node num"} <= set(reader.fieldnames or []):
         raise UsageError(f"{path}: the team sizes need the columns vc,node num")
     sizes: dict[str, int] = {}
@@ -64,7 +55,6 @@ def wait_for(
     run: dict[str, Any],
     *,
     say: Callable[[str], None],
-    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
     """Poll the run until it has succeeded or failed, saying each new progress message;
     its last state. Interrupted, the run goes on in its worker, and the user is told how
@@ -76,7 +66,7 @@ def wait_for(
             if line != said:
                 say(line)
                 said = line
-            sleep(POLL_SECONDS)
+            time.sleep(POLL_SECONDS)
             run = client.get(f"simulations/{run['id']}/")
     except KeyboardInterrupt:
         print(

@@ -201,8 +201,8 @@ def _mixed(request):
 
 def _compare_traces(request, chosen: list[Simulation]):
     """Two trace runs: the engine's figures side by side, what changes, each run's chart."""
-    named = [(s.name, simulation_result_for(simulation=s, user=request.user)) for s in chosen]
     sides = [result_context(request.user, s) for s in chosen]
+    named = [(s.name, side["result"]) for s, side in zip(chosen, sides, strict=True)]
     return page(
         request,
         "console/simulations/compare_traces.html",

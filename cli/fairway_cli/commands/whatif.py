@@ -10,7 +10,7 @@ from typing import Any
 
 from fairway_cli import simulations
 from fairway_cli.client import ApiClient
-from fairway_cli.documents import read_document
+from fairway_cli.documents import read_document, read_text
 from fairway_cli.errors import OK, USAGE
 from fairway_cli.output import print_json, table
 
@@ -167,7 +167,7 @@ def run_trace(args: argparse.Namespace, client: ApiClient) -> int:
     body = {
         "name": args.name or f"{args.path.stem} {args.start}",
         "source": "trace",
-        "trace_text": simulations.read_text(args.path, "trace"),
+        "trace_text": read_text(args.path, "trace"),
         "trace": trace_options(args),
     }
     return _start(args, client, body)
@@ -177,7 +177,7 @@ def run_scenario(args: argparse.Namespace, client: ApiClient) -> int:
     body: dict[str, Any] = {
         "name": args.name or args.path.stem,
         "source": "scenario",
-        "scenario_text": simulations.read_text(args.path, "scenario"),
+        "scenario_text": read_text(args.path, "scenario"),
     }
     if args.horizon is not None:
         body["horizon"] = args.horizon
@@ -185,11 +185,10 @@ def run_scenario(args: argparse.Namespace, client: ApiClient) -> int:
 
 
 def run_live(args: argparse.Namespace, client: ApiClient) -> int:
-    body: dict[str, Any] = {"name": args.name or "live", "source": "live"}
+    default = "live" if args.changes is None else f"live: {args.changes.stem}"
+    body: dict[str, Any] = {"name": args.name or default, "source": "live"}
     if args.changes is not None:
         body["changes"] = read_document(args.changes)
-        if not args.name:
-            body["name"] = f"live: {args.changes.stem}"
     if args.horizon is not None:
         body["horizon"] = args.horizon
     return _start(args, client, body)

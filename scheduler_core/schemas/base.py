@@ -130,23 +130,25 @@ def _bound_text(ge: float | None, gt: float | None) -> str:
     return ""
 
 
-def _within(value: float, ge: float | None, gt: float | None, le: float) -> None:
+def _within(value: float, ge: float | None, gt: float | None, le: float | None) -> None:
     if gt is not None and value <= gt:
         raise rule_error("must be above {gt}, got {value}", gt=_n(gt), value=show(value))
     if ge is not None and value < ge:
         if ge == 0:
             raise rule_error("must be 0 or more, got {value}", value=show(value))
+        if le is None:
+            raise rule_error("must be at least {ge}, got {value}", ge=_n(ge), value=show(value))
         raise rule_error(
             "must be at least {ge} (from {ge} to {le}), got {value}",
             ge=_n(ge),
             le=_n(le),
             value=show(value),
         )
-    if value > le:
+    if le is not None and value > le:
         raise rule_error("must be at most {le}, got {value}", le=_n(le), value=show(value))
 
 
-def _json_schema(kind: str, ge: float | None, gt: float | None, le: float) -> dict[str, Any]:
+def _json_schema(kind: str, ge: float | None, gt: float | None, le: float | None) -> dict[str, Any]:
     bounds = {"minimum": ge, "exclusiveMinimum": gt, "maximum": le}
     return {"type": kind, **{k: v for k, v in bounds.items() if v is not None}}
 
@@ -164,9 +166,9 @@ class _Checked(GroupedMetadata):
         yield WithJsonSchema(self.json_schema)
 
 
-def number(*, ge: float | None = None, gt: float | None = None, le: float) -> _Checked:
-    """A finite JSON number (a whole one is fine) within the bounds: the metadata of
-    `Annotated[float, number(...)]`."""
+def number(*, ge: float | None = None, gt: float | None = None, le: float | None) -> _Checked:
+    """A finite JSON number (a whole one is fine) within the bounds (`le` None: no upper
+    bound but finiteness): the metadata of `Annotated[float, number(...)]`."""
 
     def check(value: Any) -> float:
         if (
@@ -289,7 +291,6 @@ MAX_NODE_CPU = 1_000_000
 MAX_NODE_MEMORY = 1e9
 MAX_PER_CYCLE = 1_000_000
 MAX_CONSOLIDATION_EVALUATIONS = 100_000
-MAX_USAGE_K = 1000
 MAX_QUOTA = 1e12
 MAX_LABELS = 64
 MAX_LABEL_LENGTH = 253
@@ -343,7 +344,9 @@ MAX_PREEMPTIONS_PER_WORKLOAD = 1000
 PerWorkload = Annotated[int, whole(ge=1, le=MAX_PREEMPTIONS_PER_WORKLOAD)]
 Preemptions = Annotated[int, whole(ge=0, le=2**31 - 1)]
 """Times a workload was preempted (a count the database keeps in a positive integer)."""
-UsageK = Annotated[float, number(ge=0, le=MAX_USAGE_K)]
+UsageK = Annotated[float, number(ge=0, le=None)]
+"""Time-based fairshare's strength: any finite number from 0 (FORMAT v1.2; KAI sets no
+upper bound, and its own end-to-end configuration uses 10000)."""
 
 NAME_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
 Slug = Annotated[str, Field(min_length=1, max_length=63, pattern=NAME_PATTERN)]

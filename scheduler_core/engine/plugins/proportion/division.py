@@ -41,7 +41,8 @@ def over_quota_weights(claims: Sequence[ShareClaim], k: float | None) -> list[fl
     means nothing is given at this rank. With time-based fairshare (strength `k`) each
     weight becomes max(0, w + k * (w - usage)), `w` being its fraction of the weights
     of `claims` (KAI): a queue that used more than that share of the pool gets less,
-    one that used less gets more."""
+    one that used less gets more. `k` is any non-negative finite number (FORMAT v1.2):
+    w and usage are fractions, so the weights stay finite for any such k."""
     weights = [max(0.0, c.weight) for c in claims]
     if any(math.isinf(w) for w in weights):
         # an unbounded weight takes everything: such queues share it equally

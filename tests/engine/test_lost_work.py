@@ -26,8 +26,9 @@ def test_a_pod_that_has_run_long_is_not_moved_for_a_job_that_just_arrived() -> N
     result = run_cycle(snapshot(NODES, QUEUES, work, WEIGHS, now=now))
     assert _moved(result) == []
     assert "big" in result.pending
-    # a pool that does not weigh it (KAI's behaviour, the default) moves it
-    assert _moved(run_cycle(snapshot(NODES, QUEUES, work, now=now))) == ["old"]
+    # a pool that does not weigh it (KAI's behaviour, the default) moves one, in victim
+    # order: the more recently submitted (FORMAT v1.2)
+    assert _moved(run_cycle(snapshot(NODES, QUEUES, work, now=now))) == ["older"]
 
 
 def test_a_young_pod_is_moved_rather_than_one_that_has_run_long() -> None:

@@ -294,7 +294,7 @@ def test_a_pool_that_moves_pods_only_within_quota_lets_borrowed_work_wait() -> N
 def test_a_move_that_cannot_help_spends_no_consolidation_budget() -> None:
     # Two 6-GPU pods can never share an 8-GPU node: moving one only shifts the problem,
     # so "wide" is not simulated, and the single evaluation goes to "four", which moving
-    # the 1-GPU job "a" makes room for.
+    # the 1-GPU job "b" (first in victim order: the most recently submitted) makes room for.
     nodes = [node("n1", 8), node("n2", 8), node("n3", 4), node("n4", 4)]
     queues = [dept("org", 24), project("p", gpus=24)]
     work = [
@@ -307,7 +307,7 @@ def test_a_move_that_cannot_help_spends_no_consolidation_budget() -> None:
     ]
     pools = [PoolConfig(name="default", max_consolidation_evaluations=1)]
     result = run_cycle(snapshot(nodes, queues, work, pools=pools))
-    assert _kinds(result) == [("Allocate", "four"), ("Move", "a")]
+    assert _kinds(result) == [("Allocate", "four"), ("Move", "b")]
     assert "wide" in result.pending
 
 

@@ -5,11 +5,13 @@ and commit only if the pending one and every moved workload are placed at once.
 A move restarts the moved pods, so it throws their run so far away. In a pool that
 weighs it (`consolidation_weighs_lost_work`), the workloads that lose least are moved
 first, and a move is made only while the work it throws away is no more than the
-GPU-time the job has waited for room (lost_work.move_is_worth_it); a workload with a pod as wide
-as the job's widest is never moved (wherever that pod could go, the job's could have
-gone), and one whose room the job did not take stays where it was. Otherwise (KAI's behaviour,
-FORMAT.md's default) nodes closest to having room and smaller workloads go first, and a
-move costs nothing to the decision. A pool with `consolidation_within_quota` moves pods
+GPU-time the job has waited for room (lost_work.move_is_worth_it); a workload with a
+pod as wide as the job's widest is never moved (wherever that pod could go, the job's
+could have gone), and one whose room the job did not take stays where it was.
+Otherwise (KAI's behaviour, FORMAT.md v1.2's default) the running workloads are taken
+one more at a time in victim order (lowest priority, then the most recent, first), the
+first set that lets the job and every moved workload be placed is applied, and a move
+costs nothing to the decision. A pool with `consolidation_within_quota` moves pods
 only for a job that its project's and department's deserved quotas cover."""
 
 from __future__ import annotations
@@ -58,13 +60,36 @@ def _lost(session: Session, v: WorkloadState) -> float:
 def _victim_groups(
     session: Session, pool: PoolIndex, job: WorkloadState, widest: int, allowance: float
 ) -> list[list[WorkloadState]]:
+    """The workloads to move, as groups added one after the other: each evaluation
+    moves every group so far. Weighing lost work (`allowance` finite): per node, see
+    _groups_by_node. Otherwise (FORMAT v1.2, KAI): one workload at a time, in victim
+    order (lowest priority, then the most recent, first)."""
+    if not math.isinf(allowance):
+        return _groups_by_node(session, pool, job, widest, allowance)
+    movable = [v for v in session.running_by_pool[pool.name].values() if _movable(session, v, job)]
+    movable.sort(key=session.victim_key)
+    return [[v] for v in movable]
+
+
+def _movable(session: Session, v: WorkloadState, job: WorkloadState) -> bool:
+    """May `v` be moved to make room for `job`: preemptible, every pod on a ready node,
+    not protected from eviction?"""
+    return (
+        v is not job
+        and v.preemptible
+        and all(session.nodes[p.node].state == "ready" for p in v.pods)
+        and session.protection(v) is None
+    )
+
+
+def _groups_by_node(
+    session: Session, pool: PoolIndex, job: WorkloadState, widest: int, allowance: float
+) -> list[list[WorkloadState]]:
     """Per node, the movable workloads that must leave it so that it has `widest` whole
-    GPUs free. Weighing lost work (`allowance` finite): those that lose least first (then
-    smaller ones), nodes whose group loses least first (then those closest to having
-    room), and a workload stays whose move alone would lose more than `allowance`
-    GPU-seconds or which has a pod here as wide as the job's widest (see _as_wide).
-    Otherwise: smaller ones first, nodes closest to having room first."""
-    weigh = not math.isinf(allowance)
+    GPUs free: those that lose least first (then smaller ones), nodes whose group loses
+    least first (then those closest to having room); a workload stays whose move alone
+    would lose more than `allowance` GPU-seconds or which has a pod here as wide as the
+    job's widest (see _as_wide)."""
     nodes = sorted(
         (n for n in pool.nodes if n.ready and n.workloads and n.gpus >= widest),
         key=lambda n: (-n.free_gpus(), n.index),
@@ -73,7 +98,7 @@ def _victim_groups(
     groups: list[tuple[float, int, list[WorkloadState]]] = []
     for node in nodes:
         here = [
-            (_lost(session, session.workloads[wid]) if weigh else 0.0, session.workloads[wid])
+            (_lost(session, session.workloads[wid]), session.workloads[wid])
             for wid in node.workloads
         ]
         here.sort(key=lambda t: (t[0], t[1].allocated()[0], t[1].spec.creation_order))
@@ -83,15 +108,9 @@ def _victim_groups(
         for lost, v in here:
             if free >= max(widest, 1):
                 break
-            if v.id in seen or v is job or not v.preemptible or v.pool != pool.name:
+            if v.id in seen or v.pool != pool.name or not _movable(session, v, job):
                 continue
-            if weigh and _as_wide(v, node.name, widest):
-                continue
-            if not move_is_worth_it(lost, allowance):
-                continue
-            if any(session.nodes[p.node].state != "ready" for p in v.pods):
-                continue
-            if session.protection(v) is not None:
+            if _as_wide(v, node.name, widest) or not move_is_worth_it(lost, allowance):
                 continue
             seen.add(v.id)
             group.append(v)
@@ -101,8 +120,7 @@ def _victim_groups(
             )
         if group:
             groups.append((cost, len(groups), group))
-    if weigh:
-        groups.sort(key=lambda t: (t[0], t[1]))
+    groups.sort(key=lambda t: (t[0], t[1]))
     return [group for _, _, group in groups]
 
 
@@ -183,7 +201,7 @@ def _attempt(
     for group in groups:
         if budget[0] <= 0:
             return
-        chosen = chosen + group
+        chosen.extend(group)
         for v in group:
             for p in v.pods:
                 if p.gpu_fraction >= 1.0:

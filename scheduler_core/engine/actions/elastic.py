@@ -7,21 +7,27 @@ before they evict anything whole."""
 
 from __future__ import annotations
 
-import heapq
+from functools import partial
 
 from scheduler_core.engine.actions.common import next_pod, quota_pools, try_start
-from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.actions.queue_tree import QueueTree
+from scheduler_core.engine.framework.session import Session, Vec
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
 from scheduler_core.engine.reasons import gave_up_pods
 
-GrowKey = tuple[tuple[object, ...], int, tuple[float, ...]]
-"""Order of growing workloads (smaller first): queue order with the next pod, pods
-above the minimum, job order."""
+
+def _grow_key(session: Session, w: WorkloadState) -> tuple[object, ...]:
+    """Order of growing workloads within a project (smaller first): pods above the
+    minimum, then job order."""
+    return (w.extra_pods(), session.job_key(w))
 
 
-def _grow_key(session: Session, w: WorkloadState, pool: str, one: dict[str, int]) -> GrowKey:
-    return (session.queue_key(w, pool, list(w.request_of(one))), w.extra_pods(), session.job_key(w))
+def _next_request(w: WorkloadState) -> Vec:
+    """What the next pod of `w` takes."""
+    one = next_pod(w)
+    assert one is not None, "only workloads below their wanted pods grow"
+    return list(w.request_of(one))
 
 
 def expand(session: Session) -> None:
@@ -41,26 +47,14 @@ def expand(session: Session) -> None:
 
 
 def _grow(session: Session, pool: PoolIndex, growing: list[WorkloadState]) -> None:
-    """Hand out pods one at a time, always to the first workload in GrowKey order."""
+    """Hand out pods one at a time, always to the first workload in queue order (the
+    tree of queue_tree.QueueTree, keyed with each one's next pod), and within a
+    project by _grow_key."""
     name = pool.name
-    heap: list[tuple[GrowKey, int, WorkloadState]] = []
-    for seq, w in enumerate(growing):
+    tree = QueueTree(session, name, growing, _next_request, partial(_grow_key, session))
+    while (w := tree.pop()) is not None:
         one = next_pod(w)
         assert one is not None
-        heap.append((_grow_key(session, w, name, one), seq, w))
-    heapq.heapify(heap)
-    seq = len(heap)
-    while heap:
-        _, _, w = heapq.heappop(heap)
-        one = next_pod(w)
-        if one is None:
-            continue
-        fresh = _grow_key(session, w, name, one)
-        if heap and fresh > heap[0][0]:
-            # keys only get worse as pods are added: re-check lazily
-            seq += 1
-            heapq.heappush(heap, (fresh, seq, w))
-            continue
         extra = list(w.request_of(one))
         problem = session.admission_problem(w, name, extra)
         if problem is not None:
@@ -72,10 +66,8 @@ def _grow(session: Session, pool: PoolIndex, growing: list[WorkloadState]) -> No
             _not_growing(session, w, name, "capacity", describe_misfit(pool, w, one))
             continue
         stmt.commit()
-        nxt = next_pod(w)
-        if nxt is not None:
-            seq += 1
-            heapq.heappush(heap, (_grow_key(session, w, name, nxt), seq, w))
+        if next_pod(w) is not None:
+            tree.again(w)
 
 
 def _not_growing(session: Session, w: WorkloadState, pool: str, kind: str, text: str) -> None:

@@ -20,6 +20,7 @@ back."""
 from __future__ import annotations
 
 from scheduler_core.engine.actions.common import fits_now, quota_pools
+from scheduler_core.engine.actions.queue_tree import QueueTree
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import NodeState, PoolIndex, WorkloadState
 from scheduler_core.engine.reasons import held_for_other
@@ -67,7 +68,7 @@ def _whole_gpus(session: Session, w: WorkloadState) -> list[int]:
 
 def _candidates(session: Session, pool: PoolIndex) -> list[WorkloadState]:
     """The queue heads nodes may be held for, best first in queue order."""
-    found: list[tuple[tuple[object, ...], tuple[float, ...], int, WorkloadState]] = []
+    found: list[WorkloadState] = []
     for w in _heads(session, pool):
         if sum(_whole_gpus(session, w)) < 2:
             continue
@@ -80,10 +81,9 @@ def _candidates(session: Session, pool: PoolIndex) -> list[WorkloadState]:
             not HOLD_WHEN_TAKEN or session.over_fairshare(w.project, pool.name, request)
         ):
             continue
-        key = session.queue_key(w, pool.name, request)
-        found.append((key, session.job_key(w), w.spec.creation_order, w))
-    found.sort(key=lambda t: (t[0], t[1], t[2]))
-    return [t[3] for t in found]
+        found.append(w)
+    tree = QueueTree(session, pool.name, found, session.gang_request, session.job_key)
+    return list(iter(tree.pop, None))
 
 
 def _node_order(session: Session, node: NodeState) -> tuple[float, ...]:

@@ -18,13 +18,16 @@ class QueueHooks(Protocol):
     """Queue order, fairshare and quota verdicts, admission, reclaimability and the
     queue figures of a result, for the open session."""
 
-    def queue_order_key(self, w: WorkloadState, pool: str, extra: Vec) -> tuple[object, ...]:
-        """Order of the queues of `w` in `pool` if it took `extra` (smaller first)."""
+    def queue_order_key(
+        self, queue: str, w: WorkloadState, pool: str, extra: Vec
+    ) -> tuple[object, ...]:
+        """Order of `queue` (a department or a project) in `pool` serving `w`, which
+        takes `extra` (smaller first): one level of the queue tree."""
         ...
 
-    def queue_order_inputs(self, w: WorkloadState, pool: str) -> object:
-        """What queue_order_key depends on that may change within a session (the same
-        inputs give the same key)."""
+    def queue_order_inputs(self, queue: str, pool: str) -> object:
+        """What queue_order_key of `queue` depends on that may change within a session
+        (the same inputs and candidate give the same key)."""
         ...
 
     def victim_queue_key(self, queue: str, pool: str, minus: Sequence[float]) -> tuple[object, ...]:

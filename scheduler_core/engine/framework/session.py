@@ -383,14 +383,15 @@ class Session:
         return found
 
     # ------------------------------------------------------------ queue hooks
-    def queue_key(self, w: WorkloadState, pool: str, extra: Vec) -> tuple[object, ...]:
-        """Order of the queues of `w` in `pool` if it took `extra` (smaller first)."""
-        return self._queue_hooks.queue_order_key(w, pool, extra)
+    def queue_key(self, queue: str, w: WorkloadState, pool: str, extra: Vec) -> tuple[object, ...]:
+        """Order of `queue` (a department or a project) in `pool` serving `w`, which
+        takes `extra` (smaller first): one level of the queue tree (actions/queue_tree)."""
+        return self._queue_hooks.queue_order_key(queue, w, pool, extra)
 
-    def queue_key_inputs(self, w: WorkloadState, pool: str) -> object:
-        """What queue_key depends on that may change within the session: the same
-        inputs give the same key."""
-        return self._queue_hooks.queue_order_inputs(w, pool)
+    def queue_key_inputs(self, queue: str, pool: str) -> object:
+        """What queue_key of `queue` depends on that may change within the session: the
+        same inputs (and candidate) give the same key."""
+        return self._queue_hooks.queue_order_inputs(queue, pool)
 
     def victim_queue_key(self, queue: str, pool: str, minus: Sequence[float]) -> tuple[object, ...]:
         """Order in which queues (of one level) give up a running workload holding

@@ -100,49 +100,44 @@ class ProportionPlugin(Plugin):
         return self._figures
 
     # ------------------------------------------------------------ queue order
-    def queue_order_key(self, w: WorkloadState, pool: str, extra: Vec) -> tuple[object, ...]:
-        """Order of queues (smaller first), departments first, then their projects:
-        within its fairshare, then within its deserved quota (with `extra`), higher
-        rank, then the smallest share of what it is entitled to (see _entitled_to),
-        counting `extra`; the older queue breaks exact ties."""
-        keys: list[object] = []
-        accs = self._acc
-        fairs = self._fair
-        deserveds = self._deserved
-        entitled = self._entitled
-        queues = self.session.queues
-        for name in (w.department, w.project):
-            key = (name, pool)
-            acc = accs.get(key, _ZERO)
-            fair = fairs.get(key, _ZERO)
-            des = deserveds.get(key, _ZERO)
-            ent = entitled.get(key, _NOT_MEASURED)
-            over = False
-            outside = False
-            share = 0.0
-            for i in range(3):
-                a = acc[i]
-                e = extra[i]
-                used = a + e
-                if e > EPSILON and des[i] != UNLIMITED:
-                    if used > fair[i] + EPSILON:
-                        over = True
-                    if used > des[i] + EPSILON:
-                        outside = True
-                part = _part(used, ent[i])
-                if part > share:
-                    share = part
-            q = queues.get(name)
-            keys.extend(
-                (
-                    over,
-                    outside,
-                    -(q.rank if q else 0),
-                    round(share, 9),
-                    q.creation_order if q else 0,
-                )
-            )
-        return tuple(keys)
+    def queue_order_key(
+        self, queue: str, w: WorkloadState, pool: str, extra: Vec
+    ) -> tuple[object, ...]:
+        """Order of `queue` (a department or a project) serving `w`, which takes `extra`
+        (smaller first; FORMAT v1.2's queue order, one level of the tree): within its
+        fairshare, then within its deserved quota (with `extra`), higher rank; then a
+        queue entitled to none of a resource `w` asks for comes last; then the share of
+        what it is entitled to (see _entitled_to) with `extra`, the same share without
+        it, the smaller entitlement, and the older queue."""
+        key = (queue, pool)
+        acc = self._acc.get(key, _ZERO)
+        fair = self._fair.get(key, _ZERO)
+        des = self._deserved.get(key, _ZERO)
+        ent = self._entitled.get(key, _NOT_MEASURED)
+        over = outside = unentitled = False
+        share = share_without = 0.0
+        for i in range(3):
+            a = acc[i]
+            e = extra[i]
+            used = a + e
+            if e > EPSILON:
+                if des[i] != UNLIMITED:
+                    over = over or used > fair[i] + EPSILON
+                    outside = outside or used > des[i] + EPSILON
+                unentitled = unentitled or ent[i] <= EPSILON
+            share = max(share, _part(used, ent[i]))
+            share_without = max(share_without, _part(a, ent[i]))
+        q = self.session.queues.get(queue)
+        return (
+            over,
+            outside,
+            -(q.rank if q else 0),
+            unentitled,
+            round(share, 9),
+            round(share_without, 9),
+            tuple(ent),
+            q.creation_order if q else 0,
+        )
 
     def victim_queue_key(self, queue: str, pool: str, minus: Sequence[float]) -> tuple[object, ...]:
         """Order in which queues (of one level) give up a running workload holding
@@ -185,13 +180,11 @@ class ProportionPlugin(Plugin):
             entitled[key] = vec
         return entitled
 
-    def queue_order_inputs(self, w: WorkloadState, pool: str) -> object:
-        """What queue_order_key depends on that changes within a session: the
-        allocations of the project and department of `w` in `pool`."""
-        acc = self._acc
-        p = acc.get((w.project, pool))
-        d = acc.get((w.department, pool))
-        return (None if p is None else tuple(p), None if d is None else tuple(d))
+    def queue_order_inputs(self, queue: str, pool: str) -> object:
+        """What queue_order_key of `queue` depends on that changes within a session:
+        its allocation in `pool`."""
+        acc = self._acc.get((queue, pool))
+        return None if acc is None else tuple(acc)
 
     # ------------------------------------------------------------ fairshare and quota
     def over_fairshare(self, queue: str, pool: str, extra: Vec) -> bool:

@@ -36,7 +36,7 @@ from scheduler_core.engine.actions.reclaim_index import (
 from scheduler_core.engine.actions.reserve import waits_for_hold
 from scheduler_core.engine.actions.room_waits import RoomWaits
 from scheduler_core.engine.decisions import EVICT_RECLAIM
-from scheduler_core.engine.framework.session import Session
+from scheduler_core.engine.framework.session import Session, Vec
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.lost_work import lost_gpu_seconds
 from scheduler_core.engine.placement import describe_misfit
@@ -147,15 +147,15 @@ def _attempt(
             w, name, "capacity", f"{RECLAIM_PACED} ({budget.limit} per cycle in pool {name})"
         )
         return
-    # across departments the departments are compared as well
+    # the reclaiming side (FORMAT v1.2): the department too must end within its
+    # fairshare, counting what the victims of its own projects give back
     dept_within = not session.over_fairshare(w.department, name, extra)
     proj_deserved = session.within_deserved(w.project, name, extra)
     dept_deserved = session.within_deserved(w.department, name, extra)
     index.refresh(session)
-    scope = "" if dept_within else w.department
-    room = pool.free_gpus + index.spare_fair.get(scope, 0.0)
+    room = pool.free_gpus + index.spare_fair.get("", 0.0)
     if proj_deserved:
-        room += index.spare_des.get(scope, 0.0)
+        room += index.spare_des.get("", 0.0)
     own = index.entries.get(w.project)
     if own is not None and (own.over_fair or proj_deserved):
         room -= own.spare
@@ -166,35 +166,32 @@ def _attempt(
     lists: list[list[WorkloadState]] = []
     elastic: list[WorkloadState] = []
     entries: list[ReclaimEntry] = []
-    eligible = False
+    # a department over its fairshare with the request needs a project of its own
+    # that may give back
+    eligible = dept_within
     if room + EPSILON >= extra[0]:
-        ordered: Iterable[ReclaimEntry]
-        if dept_within:
-            found: list[ReclaimEntry] = []
-            for department, members in index.by_department.items():
-                if members and (
-                    department == w.department
-                    or index.department_gives_back(session, department, dept_deserved)
-                ):
-                    found.extend(members.values())
-            found.sort(key=entry_seq)
-            ordered = found
-        else:
-            ordered = index.by_department.get(w.department, {}).values()
-        for entry in ordered:
+        found: list[ReclaimEntry] = []
+        for department, members in index.by_department.items():
+            if members and (
+                department == w.department
+                or index.department_gives_back(session, department, dept_deserved)
+            ):
+                found.extend(members.values())
+        found.sort(key=entry_seq)
+        for entry in found:
             queue = entry.queue
             if queue == w.project:
                 continue
             over_fair = entry.over_fair
             if not over_fair and not proj_deserved:
                 continue
-            eligible = True
+            eligible = eligible or entry.department == w.department
             if not (over_fair or entry.gives_to_deserved):
                 continue
             entries.append(entry)
             lists.append(entry.victims)
             elastic.extend(entry.elastic)
-    if not eligible and not dept_within:
+    if not eligible:
         reason = (
             "fairshare",
             session.fairshare_blocked(w.department, "department", name, extra),
@@ -274,6 +271,7 @@ def _attempt(
             EVICT_RECLAIM,
             reason_for,
             elastic,
+            admits=partial(_stays_within_fairshare, session, name, w),
         )
     if placed:
         stmt.commit()
@@ -305,6 +303,21 @@ def _attempt(
         )
     failed[sig] = (extra[0], reason)
     session.set_reason(w, name, *reason)
+
+
+def _stays_within_fairshare(
+    session: Session, pool: str, reclaimer: WorkloadState, x: WorkloadState, more: Vec
+) -> bool:
+    """The reclaiming side (FORMAT v1.2): may `x` take `more` as things stand (the chosen
+    victims evicted)? The reclaimer itself, or a victim put back: every queue on the
+    reclaimer's path (its project, then its department) that holds `x` must stay within
+    its fairshare, so what the victims inside a queue's own subtree give back counts for
+    it, and nothing else does."""
+    for queue in (reclaimer.project, reclaimer.department):
+        inside = x is reclaimer or queue in (x.project, x.department)
+        if inside and session.over_fairshare(queue, pool, more):
+            return False
+    return True
 
 
 def _protected(session: Session, pool: str, v: WorkloadState, until: float) -> str:

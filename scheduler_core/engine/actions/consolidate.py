@@ -66,17 +66,27 @@ def _victim_groups(
     order (lowest priority, then the most recent, first)."""
     if not math.isinf(allowance):
         return _groups_by_node(session, pool, job, widest, allowance)
-    movable = [v for v in session.running_by_pool[pool.name].values() if _movable(session, v, job)]
-    movable.sort(key=session.victim_key)
-    return [[v] for v in movable]
+    return [[v] for v in _in_victim_order(session, pool)]
 
 
-def _movable(session: Session, v: WorkloadState, job: WorkloadState) -> bool:
-    """May `v` be moved to make room for `job`: preemptible, every pod on a ready node,
+def _in_victim_order(session: Session, pool: PoolIndex) -> list[WorkloadState]:
+    """The running workloads of `pool` that may be moved, in victim order; worked out
+    once for the jobs tried until something commits."""
+    mark = ("consolidation victims", pool.name)
+    return session.alike(
+        mark,
+        lambda: sorted(
+            (v for v in session.running_by_pool[pool.name].values() if _movable(session, v)),
+            key=session.victim_key,
+        ),
+    )
+
+
+def _movable(session: Session, v: WorkloadState) -> bool:
+    """May the running workload `v` be moved: preemptible, every pod on a ready node,
     not protected from eviction?"""
     return (
-        v is not job
-        and v.preemptible
+        v.preemptible
         and all(session.nodes[p.node].state == "ready" for p in v.pods)
         and session.protection(v) is None
     )
@@ -108,7 +118,7 @@ def _groups_by_node(
         for lost, v in here:
             if free >= max(widest, 1):
                 break
-            if v.id in seen or v.pool != pool.name or not _movable(session, v, job):
+            if v.id in seen or v is job or v.pool != pool.name or not _movable(session, v):
                 continue
             if _as_wide(v, node.name, widest) or not move_is_worth_it(lost, allowance):
                 continue
@@ -133,25 +143,46 @@ def _as_wide(v: WorkloadState, node: str, widest: int) -> bool:
     )
 
 
-def _slots_suffice(pool: PoolIndex, widths: list[int], freed: dict[str, int]) -> bool:
-    """A necessary condition for placing pods of whole-GPU `widths` once `freed` GPUs
-    are free as well: for every width m, the pods of at least m GPUs need no more room
-    than the ready nodes have m-GPU slots for (a node with f free GPUs holds at most
-    f // m of them). It rules out, without simulating, moves that only shift a pod too
-    wide to share a node from one node to another."""
-    for m in sorted(set(widths)):
-        if m < 1:
-            continue
-        need = sum(1 for w in widths if w >= m)
-        slots = 0
-        for node in pool.nodes:
-            if node.ready:
-                slots += (node.free_whole + freed.get(node.name, 0)) // m
-                if slots >= need:
-                    break
-        if slots < need:
-            return False
-    return True
+class _Slots:
+    """A necessary condition for placing pods of whole-GPU widths once the moved
+    workloads' GPUs are free as well, kept up to date as pods and freed GPUs are added:
+    for every width m, the pods of at least m GPUs need no more room than the ready
+    nodes have m-GPU slots for (a node with f free GPUs holds at most f // m of them).
+    It rules out, without simulating, moves that only shift a pod too wide to share a
+    node from one node to another. Adding costs O(widths) per pod (few distinct widths:
+    node sizes), so trying victims one at a time stays linear in them."""
+
+    def __init__(self, pool: PoolIndex, widths: list[int]) -> None:
+        self._free = {n.name: n.free_whole for n in pool.nodes if n.ready}
+        self._pods: dict[int, int] = {}  # width -> pods of that width
+        self._slots: dict[int, int] = {}  # width -> slots of that width on ready nodes
+        for width in widths:
+            self.add_pod(width)
+
+    def add_pod(self, width: int) -> None:
+        """One more whole-GPU pod of `width` GPUs to place."""
+        if width < 1:
+            return
+        if width not in self._slots:
+            self._slots[width] = sum(f // width for f in self._free.values())
+        self._pods[width] = self._pods.get(width, 0) + 1
+
+    def free(self, node: str, gpus: int) -> None:
+        """`gpus` more whole GPUs free on `node` (nothing for a node that is not ready)."""
+        f = self._free.get(node)
+        if f is None:
+            return
+        for m in self._slots:
+            self._slots[m] += (f + gpus) // m - f // m
+        self._free[node] = f + gpus
+
+    def suffice(self) -> bool:
+        """Could the pods fit, as far as whole-GPU slots go?"""
+        for m, slots in self._slots.items():
+            need = sum(n for width, n in self._pods.items() if width >= m)
+            if slots < need:
+                return False
+        return True
 
 
 def _attempt(
@@ -192,12 +223,12 @@ def _attempt(
     )
     groups = _victim_groups(session, pool, job, widest, allowance)
     chosen: list[WorkloadState] = []
-    # whole-GPU pods to place in each evaluation (the job's and the moved ones'), and the
-    # whole GPUs the moved ones free per node
-    widths = [
-        round(g.gpus) for g in job.groups if g.gpus >= 1.0 for _ in range(counts.get(g.name, 0))
-    ]
-    freed: dict[str, int] = {}
+    # the whole-GPU slots of each evaluation: the job's pods and the moved ones' to place,
+    # the GPUs the moved ones free
+    slots = _Slots(
+        pool,
+        [round(g.gpus) for g in job.groups if g.gpus >= 1.0 for _ in range(counts.get(g.name, 0))],
+    )
     for group in groups:
         if budget[0] <= 0:
             return
@@ -205,9 +236,9 @@ def _attempt(
         for v in group:
             for p in v.pods:
                 if p.gpu_fraction >= 1.0:
-                    widths.append(len(p.devices))
-                    freed[p.node] = freed.get(p.node, 0) + len(p.devices)
-        if not _slots_suffice(pool, widths, freed):
+                    slots.add_pod(len(p.devices))
+                    slots.free(p.node, len(p.devices))
+        if not slots.suffice():
             continue  # cannot succeed: no need to simulate it (nor to spend budget)
         budget[0] -= 1
         stmt = session.statement()

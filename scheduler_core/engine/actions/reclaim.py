@@ -157,8 +157,16 @@ def _attempt(
     if proj_deserved:
         room += index.spare_des.get("", 0.0)
     own = index.entries.get(w.project)
-    if own is not None and (own.over_fair or proj_deserved):
-        room -= own.spare
+    own_spare = own.spare if own is not None and (own.over_fair or proj_deserved) else 0.0
+    room -= own_spare
+    if not dept_within:
+        # what the department's own projects could give back at most must cover what it
+        # would hold over its fairshare (a necessary condition, on GPUs)
+        given = index.spare_fair.get(w.department, 0.0) - own_spare
+        if proj_deserved:
+            given += index.spare_des.get(w.department, 0.0)
+        if given + EPSILON < session.over_fairshare_by(w.department, name, extra):
+            room = -math.inf
     # victim lists of the queues that may be reclaimed from, in index order; queues
     # (or whole departments) that cannot give anything back are left out, since
     # `allowed` would turn down every one of their victims (allocations only go down
@@ -166,8 +174,8 @@ def _attempt(
     lists: list[list[WorkloadState]] = []
     elastic: list[WorkloadState] = []
     entries: list[ReclaimEntry] = []
-    # a department over its fairshare with the request needs a project of its own
-    # that may give back
+    # a department over its fairshare with the request needs projects of its own that
+    # may give back enough
     eligible = dept_within
     if room + EPSILON >= extra[0]:
         found: list[ReclaimEntry] = []

@@ -39,6 +39,10 @@ class QueueHooks(Protocol):
         """Would `queue` exceed its fairshare with `extra`?"""
         ...
 
+    def over_fairshare_by(self, queue: str, pool: str, extra: Vec) -> float:
+        """GPUs `queue` would hold over its fairshare with `extra` (0 when within)."""
+        ...
+
     def above_fairshare(self, queue: str, pool: str) -> bool:
         """Does `queue` hold more than its fairshare now?"""
         ...

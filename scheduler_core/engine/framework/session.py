@@ -402,6 +402,11 @@ class Session:
         """Would `queue` exceed its fairshare (on a governed resource) with `extra`?"""
         return self._queue_hooks.over_fairshare(queue, pool, extra)
 
+    def over_fairshare_by(self, queue: str, pool: str, extra: Vec) -> float:
+        """GPUs `queue` would hold in `pool` over its fairshare with `extra` (0 when
+        within)."""
+        return self._queue_hooks.over_fairshare_by(queue, pool, extra)
+
     def above_fairshare(self, queue: str, pool: str) -> bool:
         """Does `queue` hold more than its fairshare of a governed resource now?"""
         return self._queue_hooks.above_fairshare(queue, pool)

@@ -199,6 +199,14 @@ class ProportionPlugin(Plugin):
                 return True
         return False
 
+    def over_fairshare_by(self, queue: str, pool: str, extra: Vec) -> float:
+        """GPUs `queue` would hold over its fairshare with `extra` (0 when within)."""
+        key = (queue, pool)
+        if not math.isfinite(self._deserved.get(key, _ZERO)[0]):
+            return 0.0
+        acc = self._acc.get(key, _ZERO)[0]
+        return max(0.0, acc + extra[0] - self._fair.get(key, _ZERO)[0])
+
     def above_fairshare(self, queue: str, pool: str) -> bool:
         """Does `queue` hold more than its fairshare of a governed resource now?"""
         key = (queue, pool)

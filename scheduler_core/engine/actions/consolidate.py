@@ -10,8 +10,9 @@ pod as wide as the job's widest is never moved (wherever that pod could go, the 
 could have gone), and one whose room the job did not take stays where it was.
 Otherwise (KAI's behaviour, FORMAT.md v1.2's default) the running workloads are taken
 one more at a time in victim order (lowest priority, then the most recent, first), the
-first set that lets the job and every moved workload be placed is applied, and a move
-costs nothing to the decision. A pool with `consolidation_within_quota` moves pods
+first set that lets the job and every moved workload be placed is applied (one of the
+set whose room the job did not take stays where it was), and a move costs nothing to
+the decision. A pool with `consolidation_within_quota` moves pods
 only for a job that its project's and department's deserved quotas cover."""
 
 from __future__ import annotations
@@ -249,9 +250,9 @@ def _attempt(
         ok = try_start(session, stmt, job, pool, counts)
         if ok:
             placed = stmt.mark()
-            weigh = not math.isinf(allowance)
-            ok = _place_again(session, stmt, pool, chosen, before, stay_first=weigh)
-            if weigh and not ok:  # staying put took room another one needed
+            # a workload of the set whose room the job did not take stays where it is
+            ok = _place_again(session, stmt, pool, chosen, before, stay_first=True)
+            if not ok:  # staying put took room another one needed
                 stmt.rollback(placed)
                 ok = _place_again(session, stmt, pool, chosen, before, stay_first=False)
         if not ok:
@@ -297,10 +298,9 @@ def _place_again(
     stay_first: bool,
 ) -> bool:
     """Place the workloads taken off their nodes again, once the job is placed, larger
-    ones first. With `stay_first` (a pool that weighs lost work), those whose own
-    devices the job left free first go back where they were, those that lose most
-    first: they were taken off in case their room was needed, it was not, and they are
-    not moved (nor restarted)."""
+    ones first. With `stay_first`, those whose own devices the job left free first go
+    back where they were, those that lose most first: they were taken off in case their
+    room was needed, it was not, and they are not moved (nor restarted)."""
     rest = chosen
     if stay_first:
         rest = []

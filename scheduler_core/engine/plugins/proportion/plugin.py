@@ -66,7 +66,7 @@ class ProportionPlugin(Plugin):
         self._acc_np: dict[Key, Vec] = {}
         self._fair: dict[Key, Vec] = {}
         self._deserved: dict[Key, Vec] = {}
-        self._entitled: dict[Key, Vec] = {}
+        self._entitled: dict[Key, tuple[float, float, float]] = {}
 
     def queue_hooks(self) -> QueueHooks:
         return self
@@ -116,17 +116,28 @@ class ProportionPlugin(Plugin):
         ent = self._entitled.get(key, _NOT_MEASURED)
         over = outside = unentitled = False
         share = share_without = 0.0
-        for i in range(3):
+        for i in (0, 1, 2):
             a = acc[i]
             e = extra[i]
             used = a + e
+            whole = ent[i]
             if e > EPSILON:
                 if des[i] != UNLIMITED:
                     over = over or used > fair[i] + EPSILON
                     outside = outside or used > des[i] + EPSILON
-                unentitled = unentitled or ent[i] <= EPSILON
-            share = max(share, _part(used, ent[i]))
-            share_without = max(share_without, _part(a, ent[i]))
+                unentitled = unentitled or whole <= EPSILON
+            if whole == UNLIMITED:
+                continue  # not measured
+            # _part, inline: this runs for every queue a job is ordered against
+            if whole > EPSILON:
+                with_it, without = used / whole, a / whole
+            else:
+                with_it = used * _NO_SHARE if used > EPSILON else 0.0
+                without = a * _NO_SHARE if a > EPSILON else 0.0
+            if with_it > share:
+                share = with_it
+            if without > share_without:
+                share_without = without
         q = self.session.queues.get(queue)
         return (
             over,
@@ -135,7 +146,7 @@ class ProportionPlugin(Plugin):
             unentitled,
             round(share, 9),
             round(share_without, 9),
-            tuple(ent),
+            ent,
             q.creation_order if q else 0,
         )
 
@@ -163,21 +174,19 @@ class ProportionPlugin(Plugin):
             -(q.creation_order if q else 0),
         )
 
-    def _entitled_to(self, session: Session) -> dict[Key, Vec]:
+    def _entitled_to(self, session: Session) -> dict[Key, tuple[float, float, float]]:
         """What each queue is entitled to per resource, the measure of queue order:
         min(max(deserved, fairshare), limit), the pool's capacity where that is
         unlimited (UNLIMITED where the capacity is too: not measured)."""
         figures = self.figures
-        entitled: dict[Key, Vec] = {}
+        entitled: dict[Key, tuple[float, float, float]] = {}
         for key, fair in self._fair.items():
             des = self._deserved[key]
             lim = figures.limit[key]
             cap = session.pools[key[1]].capacity.as_tuple()
-            vec = []
-            for i in range(3):
-                whole = min(max(des[i], fair[i]), lim[i])
-                vec.append(whole if math.isfinite(whole) else cap[i])
-            entitled[key] = vec
+            whole = [min(max(des[i], fair[i]), lim[i]) for i in range(3)]
+            g, c, m = (whole[i] if math.isfinite(whole[i]) else cap[i] for i in range(3))
+            entitled[key] = (g, c, m)
         return entitled
 
     def queue_order_inputs(self, queue: str, pool: str) -> object:

@@ -178,7 +178,41 @@ def drive(
     return samples, time.perf_counter() - t0
 
 
-def summary(name: str, clients: int, sample: Sample, wall: float) -> dict[str, float | str]:
+WEB_PROCESS_MARK = "config.asgi:application"  # in the command line of every web process
+
+
+def web_cpu_seconds(server_pid: int) -> float:
+    """CPU time (user + system) used so far by the web processes that `server_pid` started
+    (Linux's /proc; 0 elsewhere). Unlike latency, CPU per request hardly depends on what
+    else the machine runs, so it compares changes on a shared machine."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+            pid = int(stat.parent.name)
+            if WEB_PROCESS_MARK.encode() in (stat.parent / "cmdline").read_bytes():
+                cpu[pid] = (int(fields[11]) + int(fields[12])) / ticks
+            parents[pid] = int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue  # a process that ended meanwhile
+
+    def started_by_server(pid: int) -> bool:
+        while pid > 1:
+            if pid == server_pid:
+                return True
+            pid = parents.get(pid, 0)
+        return False
+
+    return sum(seconds for pid, seconds in cpu.items() if started_by_server(pid))
+
+
+def summary(
+    name: str, clients: int, sample: Sample, wall: float, cpu: float, total: int
+) -> dict[str, float | str]:
+    """A row's figures; `cpu` is the web processes' CPU seconds over the row's `total`
+    requests (of every kind)."""
     cuts = statistics.quantiles(sample.latencies, n=100)
     return {
         "row": name,
@@ -188,27 +222,34 @@ def summary(name: str, clients: int, sample: Sample, wall: float) -> dict[str, f
         "p50": cuts[49],
         "p95": cuts[94],
         "rps": len(sample.latencies) / wall,
+        "cpu": cpu * 1000 / total,
     }
 
 
-def measure_list(port: int, tokens: Tokens, *, clients: int, requests: int) -> list[dict]:
+def measure_list(
+    port: int, server: int, tokens: Tokens, *, clients: int, requests: int
+) -> list[dict]:
+    cpu = web_cpu_seconds(server)
     samples, wall = drive(
         port, clients=clients, requests=requests, plan=lambda c, i: ("list", tokens.reader, "")
     )
-    return [summary("list", clients, samples["list"], wall)]
+    cpu = web_cpu_seconds(server) - cpu
+    return [summary("list", clients, samples["list"], wall, cpu, requests)]
 
 
 def measure_mixed(
-    port: int, tokens: Tokens, *, clients: int, requests: int, run: str
+    port: int, server: int, tokens: Tokens, *, clients: int, requests: int, run: str
 ) -> list[dict]:
     def plan(c: int, i: int) -> tuple[str, str, str]:
         if (i + c) % SUBMIT_EVERY == SUBMIT_EVERY - 1:  # clients' submissions interleave
             return "submit", tokens.submitters[c % len(tokens.submitters)], submission(run, c, i)
         return "read", tokens.reader, ""
 
+    cpu = web_cpu_seconds(server)
     samples, wall = drive(port, clients=clients, requests=requests, plan=plan)
+    cpu = web_cpu_seconds(server) - cpu
     return [
-        summary(f"mixed: {kind}", clients, samples[kind], wall)
+        summary(f"mixed: {kind}", clients, samples[kind], wall, cpu, requests)
         for kind in ("read", "submit")
         if kind in samples
     ]
@@ -236,7 +277,7 @@ def print_table(runs: list[list[dict]], header: str) -> None:
     print(header)
     print(
         f"{'row':<14} {'clients':>7} {'requests':>8} {'errors':>6} "
-        f"{'p50 ms':>13} {'p95 ms':>13} {'req/s':>13}  goal (issue 33)"
+        f"{'p50 ms':>13} {'p95 ms':>13} {'req/s':>13} {'web CPU ms':>11}  goal (issue 33)"
     )
     for i, first in enumerate(runs[0]):
         rows = [run[i] for run in runs]
@@ -246,7 +287,8 @@ def print_table(runs: list[list[dict]], header: str) -> None:
         print(
             f"{first['row']:<14} {first['clients']:>7} {first['requests']:>8} "
             f"{sum(r['errors'] for r in rows):>6} {span([r['p50'] for r in rows]):>13} "
-            f"{span([r['p95'] for r in rows]):>13} {span([r['rps'] for r in rows]):>13}  {verdict}"
+            f"{span([r['p95'] for r in rows]):>13} {span([r['rps'] for r in rows]):>13} "
+            f"{span([r['cpu'] for r in rows]):>11}  {verdict}"
         )
 
 
@@ -255,13 +297,16 @@ def load_average() -> str:
     return f"{one:.1f} {five:.1f} {fifteen:.1f}"
 
 
-def run_rows(port: int, tokens: Tokens, args: argparse.Namespace, run: str) -> list[dict]:
+def run_rows(
+    port: int, server: int, tokens: Tokens, args: argparse.Namespace, run: str
+) -> list[dict]:
+    """One run of every row against the product at `port` (`server`: its process id)."""
     rows = []
-    for clients in (int(c) for c in args.clients.split(",")):
-        rows += measure_list(port, tokens, clients=clients, requests=args.requests)
+    for clients in (int(c) for c in args.clients.split(",") if c.strip()):
+        rows += measure_list(port, server, tokens, clients=clients, requests=args.requests)
     if args.mixed_clients:
         rows += measure_mixed(
-            port, tokens, clients=args.mixed_clients, requests=args.requests, run=run
+            port, server, tokens, clients=args.mixed_clients, requests=args.requests, run=run
         )
     return rows
 
@@ -298,9 +343,11 @@ def main() -> None:
                     reader=create_token(port, READER),
                     submitters=[create_token(port, SUBMITTER) for _ in range(args.mixed_clients)],
                 )
-                measure_list(port, tokens, clients=4, requests=40)  # warm every process up
+                # warm every web process up
+                measure_list(port, server.pid, tokens, clients=4, requests=40)
                 runs = [
-                    run_rows(port, tokens, args, f"{n}{time.time_ns()}") for n in range(args.runs)
+                    run_rows(port, server.pid, tokens, args, f"{n}{time.time_ns()}")
+                    for n in range(args.runs)
                 ]
             finally:
                 server.send_signal(signal.SIGTERM)  # as Ctrl-C (SIGINT may be ignored here)

@@ -13,6 +13,7 @@ would fail the answer.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -33,7 +34,7 @@ class JSONRenderer(renderers.JSONRenderer):
         self,
         data: Any,
         accepted_media_type: str | None = None,
-        renderer_context: dict[str, Any] | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         if data is None or self.ensure_ascii or not self.compact or not self.strict:
             return super().render(data, accepted_media_type, renderer_context)

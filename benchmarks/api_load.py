@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PATH = "/api/v1/workloads/"
@@ -228,7 +229,7 @@ def summary(
 
 def measure_list(
     port: int, server: int, tokens: Tokens, *, clients: int, requests: int
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     cpu = web_cpu_seconds(server)
     samples, wall = drive(
         port, clients=clients, requests=requests, plan=lambda c, i: ("list", tokens.reader, "")
@@ -239,7 +240,7 @@ def measure_list(
 
 def measure_mixed(
     port: int, server: int, tokens: Tokens, *, clients: int, requests: int, run: str
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     def plan(c: int, i: int) -> tuple[str, str, str]:
         if (i + c) % SUBMIT_EVERY == SUBMIT_EVERY - 1:  # clients' submissions interleave
             return "submit", tokens.submitters[c % len(tokens.submitters)], submission(run, c, i)
@@ -255,7 +256,7 @@ def measure_mixed(
     ]
 
 
-def goal(row: dict) -> str:
+def goal(row: dict[str, Any]) -> str:
     """Issue 33's goal for this row, and whether this run met it."""
     if row["row"] == "list" and row["clients"] == GOAL_CLIENTS:
         met = row["rps"] >= GOAL_LIST_RPS and row["p95"] < GOAL_LIST_P95_MS
@@ -273,7 +274,7 @@ def span(values: list[float]) -> str:
     return f"{lo:.1f}" if len(values) == 1 or f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}"
 
 
-def print_table(runs: list[list[dict]], header: str) -> None:
+def print_table(runs: list[list[dict[str, Any]]], header: str) -> None:
     print(header)
     print(
         f"{'row':<14} {'clients':>7} {'requests':>8} {'errors':>6} "
@@ -299,7 +300,7 @@ def load_average() -> str:
 
 def run_rows(
     port: int, server: int, tokens: Tokens, args: argparse.Namespace, run: str
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """One run of every row against the product at `port` (`server`: its process id)."""
     rows = []
     for clients in (int(c) for c in args.clients.split(",") if c.strip()):

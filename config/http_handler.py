@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 
 from asgiref.sync import sync_to_async
 from django.core import signals
@@ -67,14 +66,17 @@ class ThreadPoolHTTPHandler(ASGIHandler):
             body_file = await self.read_body(receive)
         except RequestAborted:
             return
-        in_pool = partial(sync_to_async, thread_sensitive=False, executor=self.pool)
         try:
-            response = await in_pool(self.respond)(scope, body_file)
+            response = await sync_to_async(
+                self.respond, thread_sensitive=False, executor=self.pool
+            )(scope, body_file)
             try:
                 await self.send_response(response, send)
             finally:
                 if response.streaming:
-                    await in_pool(response.close)()
+                    await sync_to_async(
+                        response.close, thread_sensitive=False, executor=self.pool
+                    )()
         finally:
             body_file.close()
 
@@ -83,10 +85,13 @@ class ThreadPoolHTTPHandler(ASGIHandler):
         streams)."""
         set_script_prefix(get_script_prefix(scope))
         signals.request_started.send(sender=self.__class__, scope=scope)
-        request, response = self.create_request(scope, body_file)
-        if request is not None:
+        request, refusal = self.create_request(scope, body_file)
+        if request is None:
+            assert refusal is not None  # create_request gives one or the other
+            response = refusal
+        else:
             response = self.get_response(request)
-            response._handler_class = self.__class__
+            response._handler_class = self.__class__  # type: ignore[attr-defined]
             if isinstance(response, FileResponse):
                 response.block_size = self.chunk_size
         if not response.streaming:

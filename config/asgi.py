@@ -2,10 +2,16 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)
+
+from config.http_handler import ThreadPoolHTTPHandler  # noqa: E402
+
+# HTTP: Django's synchronous request handling, one thread call per request
+# (config/http_handler.py says why).
+http_app = ThreadPoolHTTPHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
@@ -31,4 +37,4 @@ async def websockets(scope, receive, send):
     return await app(scope, receive, send)
 
 
-application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websockets})
+application = ProtocolTypeRouter({"http": http_app, "websocket": websockets})

@@ -95,7 +95,13 @@ ASGI_APPLICATION = "config.asgi.application"
 DATABASES = {
     "default": {
         **env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'fairway.sqlite3'}"),
+        # Seconds a connection is kept for the next request or task (0: closed after each).
+        # `manage.py run` gives its web processes WEB_DB_CONN_MAX_AGE: their request threads
+        # live as long as the process (config/http_handler.py).
         "CONN_MAX_AGE": env.int("DB_CONN_MAX_AGE", default=0),
+        # A kept connection is checked before its first use in a request, so the first
+        # request after a database restart is served, not refused.
+        "CONN_HEALTH_CHECKS": True,
     }
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -227,10 +233,15 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # DRF's JSON, written by orjson (api/renderers.py)
+    "DEFAULT_RENDERER_CLASSES": [
+        "api.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
+        "api.filters.FilterBackend",  # django-filter's, skipped when no filter is named
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -372,3 +383,7 @@ MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.common.CommonMiddleware") 
 # Web processes `manage.py run` starts on its port (a socket each, SO_REUSEPORT); 0 means
 # min(4, cores + 1).
 WEB_CONCURRENCY = env.int("WEB_CONCURRENCY", default=0)
+# Seconds each request thread of a web process keeps its database connection (its
+# DB_CONN_MAX_AGE; config/http_handler.py): a connection per request costs more than many
+# small queries, a PostgreSQL backend process each.
+WEB_DB_CONN_MAX_AGE = env.int("WEB_DB_CONN_MAX_AGE", default=60)

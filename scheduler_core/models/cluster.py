@@ -55,6 +55,12 @@ class NodePool(models.Model):
         help_text="Reclaim running work from other queues only while the work it throws away "
         "is no more than the GPU-time the reclaiming queue's workloads have waited.",
     )
+    reclaim_lost_work_ratio = models.FloatField(
+        default=1.0,
+        validators=[MinValueValidator(0.01)],
+        help_text="Where reclaims weigh lost work: the share of its waited GPU-time a queue "
+        "may throw away (1: as much as it waited; 0.5: half).",
+    )
     max_reclaims_per_cycle = models.PositiveIntegerField(
         null=True,
         blank=True,

@@ -19,6 +19,7 @@ from scheduler_core.schemas.base import (
     Seconds,
     StrictModel,
     UsageK,
+    number,
     one_of,
     whole,
 )
@@ -28,6 +29,7 @@ Policy = Annotated[str, one_of(POLICIES)]
 Placement = Annotated[str, one_of(PLACEMENTS)]
 FairshareMode = Annotated[str, one_of(FAIRSHARE_MODES)]
 Profile = Annotated[str, one_of(PROFILES)]
+LostWorkRatio = Annotated[float, number(gt=0, le=10)]
 BACKENDS = ("simulated", "agent")  # scheduler_core.choices.Backend
 MAX_GRACE_PERIOD = 86400
 BackendName = Annotated[str, one_of(BACKENDS)]
@@ -48,6 +50,7 @@ class PoolRules(StrictModel):
     consolidation_weighs_lost_work: Omittable[bool] = None
     consolidation_within_quota: Omittable[bool] = None
     reclaim_weighs_lost_work: Omittable[bool] = None
+    reclaim_lost_work_ratio: Omittable[LostWorkRatio] = None
     reserve_for_gangs: Omittable[bool] = None
     max_reclaims_per_cycle: PerCycle | None = None
     max_preemptions_per_cycle: PerCycle | None = None

@@ -65,6 +65,7 @@ POOL_DEFAULTS = {  # FORMAT.md's defaults, for describing a change to a key left
     "max_preemptions_per_cycle": 100,
     "max_preemptions_per_workload": None,
     "preemption_loop_evictions": None,
+    "reclaim_lost_work_ratio": 1.0,
     "fairshare_mode": "point_in_time",
 }
 

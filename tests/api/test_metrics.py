@@ -147,7 +147,9 @@ def test_a_preemption_loop_is_an_event_a_counter_and_a_held_workload(cluster, su
     submit("vision", "owner", gpus=8)
     run_cycle()
     (loop,) = SchedulingEvent.objects.filter(type=EventType.PREEMPTION_LOOP)
-    assert loop.reason == "preemption loop: evicted 3 times in a row, each within 60 min of starting"
+    assert (
+        loop.reason == "preemption loop: evicted 3 times in a row, each within 60 min of starting"
+    )
     assert loop.details == {"quick_evictions": 3, "preemptions": 3}
     assert _samples(scraper.get("/metrics"))[("fairway_preemption_loops_total", ())] == 1
     run_cycle()

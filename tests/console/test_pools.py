@@ -21,6 +21,7 @@ POOL = {
     "max_preemptions_per_cycle": 10,
     "min_guaranteed_runtime": 600,
     "reclaim_weighs_lost_work": "on",
+    "reclaim_lost_work_ratio": 1,
     "reserve_for_gangs": "on",
     "consolidation_within_quota": "on",
     "max_preemptions_per_workload": 2,

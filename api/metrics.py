@@ -143,14 +143,27 @@ class SchedulerCollector:
             "Workloads evicted, by reason (priority, reclaim, fault, fairshare, drain).",
             labels=["reason"],
         )
-        for kind, n in (
-            SchedulingEvent.objects.filter(type=EventType.PREEMPTED)
-            .values_list("details__kind")
+        loops = CounterMetricFamily(
+            "fairway_preemption_loops",
+            "Preemption loops detected: a workload evicted 3 times in a row, each within an "
+            "hour of starting (a pool that holds loops then keeps it pending for an hour).",
+        )
+        looped = 0
+        for type, kind, n in (  # one query for both families
+            SchedulingEvent.objects.filter(
+                type__in=(EventType.PREEMPTED, EventType.PREEMPTION_LOOP)
+            )
+            .values_list("type", "details__kind")
             .annotate(n=Count("pk"))
             .order_by()
         ):
-            family.add_metric([str(kind or "unknown")], n)
+            if type == EventType.PREEMPTION_LOOP:
+                looped += n
+            else:
+                family.add_metric([str(kind or "unknown")], n)
+        loops.add_metric([], looped)
         yield family
+        yield loops
 
     def _lost_work(self) -> Iterator[Metric]:
         family = CounterMetricFamily(

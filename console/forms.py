@@ -13,7 +13,9 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
 from scheduler_core.choices import EventType, WorkloadKind, WorkloadStatus
+from scheduler_core.engine.profiles import PROFILE_KAI, PROFILE_LAB, profile_settings
 from scheduler_core.models import Department, NodePool, Project
+from scheduler_core.models.cluster import PROFILE_CUSTOM
 from scheduler_core.models.queue_owner import QueueOwner
 from scheduler_core.services.workloads import WorkloadRequest
 
@@ -409,7 +411,7 @@ class MemberForm(forms.Form):
 
 # A pool's settings, grouped as the settings form shows them.
 POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Policy", ("description", "policy", "placement")),
+    ("Policy", ("description", "profile", "policy", "placement")),
     ("Execution", ("backend", "grace_period")),
     (
         "Preemption",
@@ -417,7 +419,9 @@ POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "preemption",
             "min_guaranteed_runtime",
             "max_preemptions_per_workload",
+            "preemption_loop_evictions",
             "reclaim_weighs_lost_work",
+            "reclaim_lost_work_ratio",
         ),
     ),
     (
@@ -443,6 +447,12 @@ POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
 )
 POOL_SETTINGS = tuple(name for _, names in POOL_SETTING_GROUPS for name in names)
+POOL_MODEL_SETTINGS = tuple(name for name in POOL_SETTINGS if name != "profile")
+PROFILE_CHOICES = (
+    (PROFILE_LAB, "lab: Fairway's settings for labs (less work thrown away)"),
+    (PROFILE_KAI, "kai: exactly KAI-Scheduler's settings"),
+    (PROFILE_CUSTOM, "custom: the settings below, one by one"),
+)
 
 
 class PoolSettingsForm(forms.Form):
@@ -453,6 +463,8 @@ class PoolSettingsForm(forms.Form):
         "preemption": "Preemption: evict workloads to serve others",
         "min_guaranteed_runtime": "Min guaranteed runtime (s)",
         "max_preemptions_per_workload": "Preemptions per workload",
+        "preemption_loop_evictions": "Hold a preemption loop after",
+        "reclaim_lost_work_ratio": "Share of the wait a reclaim may throw away",
         "consolidation": "Consolidation: move running pods to make room for a gang",
         "max_consolidation_evaluations": "Moves evaluated per cycle",
         "consolidation_weighs_lost_work": "Weigh the work a move throws away against the wait",
@@ -474,17 +486,49 @@ class PoolSettingsForm(forms.Form):
         "max_preemptions_per_cycle": "Blank: no bound.",
         "max_preemptions_per_workload": "After this many, a workload runs to its end. "
         "Blank: no bound.",
+        "preemption_loop_evictions": "Evictions in a row, each within an hour of its start; "
+        "then it waits an hour. Blank: never held.",
         "fairshare_mode": "Time based: over-quota shares shrink with recent usage.",
         "time_based_k": "How strongly past usage counts (0: not at all).",
     }
+
+    profile = forms.ChoiceField(
+        label="Policy profile",
+        choices=PROFILE_CHOICES,
+        initial=PROFILE_LAB,
+        required=False,
+        help_text="lab and kai set the settings they name (shown on the pool page), whatever "
+        "those fields below say; custom keeps the fields below as you set them.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields.update(
             forms.fields_for_model(
-                NodePool, fields=POOL_SETTINGS, labels=self.labels, help_texts=self.help_texts
+                NodePool,
+                fields=POOL_MODEL_SETTINGS,
+                labels=self.labels,
+                help_texts=self.help_texts,
             )
         )
+
+    @classmethod
+    def profile_changes(cls, pool: NodePool) -> list[tuple[str, Any, Any]]:
+        """What `pool`'s settings change from KAI's, as (label, KAI's, the pool's)."""
+        return [
+            (cls.labels.get(name, name), kai, own)
+            for name, (kai, own) in pool.profile_changes().items()
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        """A named profile's settings win over the fields it names; custom names none."""
+        data = super().clean() or {}
+        profile = data.pop("profile", None) or PROFILE_CUSTOM
+        if profile != PROFILE_CUSTOM:
+            for name in profile_settings(profile):
+                data.pop(name, None)
+            data["profile"] = profile
+        return data
 
     def groups(self) -> list[tuple[str, list[forms.BoundField]]]:
         """(legend, fields) in the order the form shows them."""
@@ -495,6 +539,11 @@ class PoolCreateForm(PoolSettingsForm):
     name = forms.CharField(
         max_length=63, help_text="Lowercase letters, digits and dashes; used in URLs."
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, value in profile_settings(PROFILE_LAB).items():  # a new pool's profile
+            self.fields[name].initial = value
 
     def groups(self) -> list[tuple[str, list[forms.BoundField]]]:
         (legend, fields), *others = super().groups()

@@ -20,6 +20,7 @@ from django.core.exceptions import ValidationError
 
 from console.forms import json_field
 from scheduler_core import access
+from scheduler_core.engine.profiles import PROFILE_KAI, PROFILE_LAB
 from scheduler_core.engine.snapshot import FAIRSHARE_MODES, PLACEMENTS, POLICIES
 from scheduler_core.models import Department, Node, NodePool, Project
 from scheduler_core.whatif.changes import POOL_DEFAULTS
@@ -359,7 +360,8 @@ TRACE_SETTINGS = (
     ("reserve_for_gangs", "Hold draining nodes for a waiting gang"),
     ("consolidation_within_quota", "Move pods only for work within quota"),
 )
-"""The pool settings a trace run offers as ticks (KAI's behaviour with none ticked)."""
+"""The pool settings a trace run offers as ticks, on top of its profile (with the kai
+profile and none ticked: KAI's behaviour)."""
 
 TRACE_FIELDS = {  # a trace run's option (as the service names it) -> the form's field
     "trace_text": "trace_file",
@@ -430,12 +432,22 @@ class SimulationForm(forms.Form):
         label="Team sizes (CSV, optional)",
         help_text="Columns vc,node num: each team deserves GPUs in proportion (else equal).",
     )
+    trace_profile = forms.ChoiceField(
+        choices=[
+            (PROFILE_LAB, "lab: Fairway's settings for labs (a new pool's)"),
+            (PROFILE_KAI, "kai: exactly KAI-Scheduler's settings"),
+        ],
+        initial=PROFILE_LAB,
+        required=False,
+        label="Policy profile",
+        help_text="Run the trace once with each and compare the two runs.",
+    )
     trace_settings = forms.MultipleChoiceField(
         required=False,
         choices=TRACE_SETTINGS,
         widget=forms.CheckboxSelectMultiple,
-        label="Pool settings",
-        help_text="None ticked: KAI-Scheduler's behaviour.",
+        label="Pool settings on top of the profile",
+        help_text="The lab profile has them all on; with kai and none ticked: KAI-Scheduler.",
     )
     trace_config = forms.CharField(
         required=False,
@@ -479,7 +491,8 @@ class SimulationForm(forms.Form):
                 team_nodes = parse_team_nodes(io.StringIO(text, newline=""))
             except TraceError as exc:
                 self.add_error("team_nodes_file", str(exc))
-        config = {key: True for key in data.get("trace_settings") or []}
+        config: dict[str, Any] = {"profile": data.get("trace_profile") or PROFILE_LAB}
+        config.update({key: True for key in data.get("trace_settings") or []})
         more = json_field(
             self,
             "trace_config",

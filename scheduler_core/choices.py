@@ -91,6 +91,7 @@ class EventType(models.TextChoices):
     NODE_STATE = "node_state", "Node state changed"
     QUOTA_CHANGED = "quota_changed", "Quota changed"
     RANK_WEIGHT_CHANGED = "rank_weight_changed", "Rank or weight changed"
+    PREEMPTION_LOOP = "preemption_loop", "Preemption loop"
 
 
 class ProjectRole(models.TextChoices):

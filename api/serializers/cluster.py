@@ -21,6 +21,7 @@ from api.fields import (
 from api.serializers.agents import DeviceSerializer, GpuSampleSerializer
 from api.serializers.base import StrictInputSerializer
 from scheduler_core.choices import Backend, FairshareMode, NodeState, Placement, Policy
+from scheduler_core.engine.profiles import PROFILES
 from scheduler_core.models import NodePool
 from scheduler_core.schemas.pools import PoolSettings
 
@@ -35,6 +36,14 @@ class PoolSettingsSerializer(StrictInputSerializer):
     pool_update."""
 
     description = _setting("description", "Free text.")
+    profile = _setting(
+        "profile",
+        "A policy profile: sets every setting it names at once. lab (a new pool's default): "
+        "moves and reclaims weigh the work they throw away, over-quota by quota, draining "
+        "nodes held for gangs, moves only within quota, at most 2 evictions per workload, "
+        "preemption loops held; kai: exactly KAI-Scheduler's. Settings given beside it win.",
+        choices=[(p, p) for p in PROFILES],
+    )
     policy = _setting(
         "policy",
         "How GPUs are divided: quota (deserved quota + fair over-quota), fairshare (weights "
@@ -90,6 +99,16 @@ class PoolSettingsSerializer(StrictInputSerializer):
         "A workload reclaimed or preempted this many times is not evicted or moved again: it "
         "runs to its end; null = no bound (KAI's behaviour).",
     )
+    reclaim_lost_work_ratio = _setting(
+        "reclaim_lost_work_ratio",
+        "Where reclaims weigh lost work: the share of its waited GPU-time a queue may throw "
+        "away to reclaim (1: as much as it waited; 0.5: half).",
+    )
+    preemption_loop_evictions = _setting(
+        "preemption_loop_evictions",
+        "A workload evicted this many times in a row, each within an hour of starting, is "
+        "held pending for an hour (a preemption loop); null = never held (KAI's behaviour).",
+    )
     over_quota_weight_from_quota = _setting(
         "over_quota_weight_from_quota", "Use each queue's deserved quota as its over-quota weight."
     )
@@ -133,6 +152,9 @@ class PoolSerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="Database id.")
     name = serializers.CharField(help_text="Unique name; used in URLs (/pools/<name>/).")
     description = serializers.CharField(help_text="Free text.")
+    profile = serializers.CharField(
+        help_text="The policy profile whose settings the pool holds (lab or kai), or custom."
+    )
     policy = serializers.ChoiceField(choices=Policy.choices, help_text="How GPUs are divided.")
     placement = serializers.ChoiceField(
         choices=Placement.choices, help_text="Where pods go inside the pool."
@@ -169,6 +191,14 @@ class PoolSerializer(serializers.Serializer):
     max_preemptions_per_workload = serializers.IntegerField(
         allow_null=True,
         help_text="Evictions after which a workload runs to its end; null = no bound.",
+    )
+    reclaim_lost_work_ratio = serializers.FloatField(
+        help_text="Share of its waited GPU-time a queue may throw away to reclaim."
+    )
+    preemption_loop_evictions = serializers.IntegerField(
+        allow_null=True,
+        help_text="Quick evictions in a row after which a workload is held for an hour; "
+        "null = never held.",
     )
     over_quota_weight_from_quota = serializers.BooleanField(
         help_text="Each queue's quota is its over-quota weight."

@@ -25,6 +25,16 @@ def gpus(value) -> str:
 
 
 @register.filter
+def setting_value(value) -> str:
+    """A pool setting's value in words: True -> "on", False -> "off", None -> "no bound"."""
+    if value is None:
+        return "no bound"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+@register.filter
 def gpu_s(value) -> str:
     """The plural ending of "GPU" after `value`: "" for a GPU or a share of one, else "s"."""
     try:

@@ -68,7 +68,12 @@ def pool_create(request):
 
 def _pool_page(request, pool: NodePool, *, settings_form=None, node_form=None, **extra: Any):
     nodes = Node.objects.filter(pool=pool).annotate(pod_count=Count("allocations"))
-    context: dict[str, Any] = {"pool": pool, "nodes": nodes.order_by("name"), **extra}
+    context: dict[str, Any] = {
+        "pool": pool,
+        "nodes": nodes.order_by("name"),
+        "profile_changes": PoolSettingsForm.profile_changes(pool),
+        **extra,
+    }
     if access.is_system_admin(request.user):
         context["settings_form"] = settings_form or PoolSettingsForm(
             initial={name: getattr(pool, name) for name in POOL_SETTINGS}

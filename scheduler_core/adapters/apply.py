@@ -38,6 +38,7 @@ from scheduler_core.engine import (
     PodPlacement,
     Shrink,
 )
+from scheduler_core.engine.preemption_loops import loop_detected, quick_evictions_after
 from scheduler_core.engine.reasons import room_wait_starts
 from scheduler_core.live_events.batch import EventBatch
 from scheduler_core.live_events.other_side import as_seen_by
@@ -50,7 +51,7 @@ logger = logging.getLogger(__name__)
 WORKLOAD_WRITE_FIELDS = [
     "status", "pending_reason", "pending_reason_kind", "queue_position", "started_at",
     "finished_at", "progress_seconds", "restarts", "version", "updated_at", "pending_since",
-    "room_wait_since", "preemptions",
+    "room_wait_since", "preemptions", "quick_evictions",
 ]  # fmt: skip
 
 
@@ -260,6 +261,7 @@ class Applier:
 
     def _evict(self, d: Evict, w: LockedWorkload, row: WorkloadRow) -> None:
         pool_id = self._pool_id_of_rows(row.allocations)
+        ran = None if w.started_at is None else (self.now - w.started_at).total_seconds()
         self._stop_run(w, row)
         w.status = WorkloadStatus.PENDING
         w.started_at = None
@@ -269,6 +271,7 @@ class Applier:
             w.restarts += 1
         else:
             w.preemptions += 1
+            self._count_quick_eviction(w, ran, pool_id)
         details: dict[str, Any] = {"kind": d.reason_kind, "by": d.by, "restarts": w.restarts}
         details["lost_gpu_seconds"] = _lost_gpu_seconds(row, w.progress_seconds, self.now)
         if d.by is not None:
@@ -281,6 +284,16 @@ class Applier:
         w.pending_reason = f"re-queued: {shown}"
         w.pending_reason_kind = "preempted"
         self._event(EventType.PREEMPTED, w, [], pool_id=pool_id, reason=d.reason, details=details)
+
+    def _count_quick_eviction(self, w: LockedWorkload, ran: float | None, pool_id: Any) -> None:
+        """Count the eviction of `w` after a run of `ran` seconds towards a preemption loop
+        (engine.preemption_loops); the one that makes a loop writes its event."""
+        loop = loop_detected(w.quick_evictions, ran)
+        w.quick_evictions = quick_evictions_after(w.quick_evictions, ran)
+        if loop is not None:
+            details = {"quick_evictions": w.quick_evictions, "preemptions": w.preemptions}
+            self._event(EventType.PREEMPTION_LOOP, w, [], pool_id=pool_id, reason=loop,
+                        details=details)  # fmt: skip
 
     def _project_of(self, workload_id: str | None) -> int | None:
         """Project of the workload an eviction made room for (None when it is unknown)."""

@@ -54,7 +54,7 @@ from scheduler_core.models import (
 HOT_FIELDS = (
     "pk", "version", "status", "restarts", "pending_reason", "pending_reason_kind",
     "queue_position", "started_at", "progress_seconds", "pending_since", "room_wait_since",
-    "preemptions",
+    "preemptions", "quick_evictions",
 )  # fmt: skip
 # Read once per workload version (see WorkloadMemo).
 STATIC_FIELDS = (
@@ -194,6 +194,8 @@ def _pool_config(pool: NodePool) -> PoolConfig:
         max_reclaims_per_cycle=pool.max_reclaims_per_cycle,
         max_preemptions_per_cycle=pool.max_preemptions_per_cycle,
         max_preemptions_per_workload=pool.max_preemptions_per_workload,
+        preemption_loop_evictions=pool.preemption_loop_evictions,
+        reclaim_lost_work_ratio=pool.reclaim_lost_work_ratio,
         min_guaranteed_runtime=float(pool.min_guaranteed_runtime),
         over_quota_weight_from_quota=pool.over_quota_weight_from_quota,
         fairshare_mode=pool.fairshare_mode,
@@ -307,19 +309,20 @@ class WorkloadMemo:
     def waiting_spec(
         self, pk: int, version: int, part: StaticPart, project: str, pools: tuple[str, ...],
         status: str, restarts: int, pending_since: float | None, room_wait_since: float | None,
-        preemptions: int,
+        preemptions: int, quick_evictions: int,
     ) -> WorkloadSpec:  # fmt: skip
         """The spec of a workload without pods, built again only when what it is built
         from changed (its version, status or restarts, or a project or pool name)."""
         key = (
-            version, status, restarts, project, pools, pending_since, room_wait_since, preemptions
+            version, status, restarts, project, pools, pending_since, room_wait_since, preemptions,
+            quick_evictions,
         )  # fmt: skip
         entry = self.specs.get(pk)
         if entry is not None and entry[0] == key:
             return entry[1]
         spec = _workload_spec(
             pk, part, project, pools, status, restarts, (), None, None, pending_since,
-            room_wait_since, preemptions,
+            room_wait_since, preemptions, quick_evictions,
         )  # fmt: skip
         self.specs[pk] = (key, spec)
         return spec
@@ -474,7 +477,7 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
         pk, version, status, restarts, reason, reason_kind, position, started, progress = item[:9]
         pending_since = epoch(item[9])
         room_wait_since = epoch(item[10])
-        preemptions = item[11]
+        preemptions, quick_evictions = item[11], item[12]
         if status == WorkloadStatus.PENDING:
             entry = known.get(pk)
             if entry is not None and entry[0] == item:
@@ -497,13 +500,13 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
             workload_specs.append(
                 _workload_spec(
                     pk, part, project, candidates, STATUS_RUNNING, restarts, placements, pool,
-                    epoch(started), preemptions=preemptions,
+                    epoch(started), preemptions=preemptions, quick_evictions=quick_evictions,
                 )
             )  # fmt: skip
         else:
             spec = memo.waiting_spec(
                 pk, version, part, project, candidates, status, restarts, pending_since,
-                room_wait_since, preemptions,
+                room_wait_since, preemptions, quick_evictions,
             )  # fmt: skip
             workload_specs.append(spec)
         row = workload_rows[pk] = WorkloadRow(
@@ -575,6 +578,7 @@ def _workload_spec(
     pending_since: float | None = None,
     room_wait_since: float | None = None,
     preemptions: int = 0,
+    quick_evictions: int = 0,
 ) -> WorkloadSpec:
     return WorkloadSpec(
         id=str(pk),
@@ -598,6 +602,7 @@ def _workload_spec(
         pending_since=pending_since,
         room_wait_since=room_wait_since,
         preemptions=preemptions,
+        quick_evictions=quick_evictions,
     )
 
 

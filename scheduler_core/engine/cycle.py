@@ -18,6 +18,7 @@ from scheduler_core.engine.decisions import (
 )
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.policies import ACTIONS, DEFAULT_ACTIONS
+from scheduler_core.engine.preemption_loops import quick_evictions_after
 from scheduler_core.engine.snapshot import (
     STATUS_PENDING,
     STATUS_RUNNING,
@@ -56,7 +57,8 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
     one transaction). Failed workloads leave the snapshot; started and moved ones get
     started_at = now (a move restarts the pods: the run since the last start is lost,
     as after an eviction) and started_cycle = the snapshot's cycle; fault evictions
-    count a restart, the others a preemption; pending ones whose wait paid for a
+    count a restart, the others a preemption (and a quick eviction, see
+    preemption_loops); pending ones whose wait paid for a
     reclaim wait for room from later on (CycleResult.room_wait_since). The snapshot
     returned is the next cycle's."""
     workloads: dict[str, WorkloadSpec] = {w.id: w for w in snapshot.workloads}
@@ -76,6 +78,7 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
                 started_cycle=cycle,
             )
         elif isinstance(d, Evict):
+            fault = d.reason_kind == EVICT_FAULT
             workloads[w.id] = dataclasses.replace(
                 w,
                 status=STATUS_PENDING,
@@ -83,8 +86,13 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
                 pool=None,
                 started_at=None,
                 pending_since=now,
-                restarts=w.restarts + (1 if d.reason_kind == EVICT_FAULT else 0),
-                preemptions=w.preemptions + (0 if d.reason_kind == EVICT_FAULT else 1),
+                restarts=w.restarts + (1 if fault else 0),
+                preemptions=w.preemptions + (0 if fault else 1),
+                quick_evictions=w.quick_evictions
+                if fault
+                else quick_evictions_after(
+                    w.quick_evictions, None if w.started_at is None else now - w.started_at
+                ),
             )
         elif isinstance(d, Move):
             # its pods restart elsewhere, like the live apply step restarts the run

@@ -81,7 +81,9 @@ class PoolConfig:
     reclaim_weighs_lost_work: likewise for reclaim: a queue takes back over-fairshare
     work from others only while what the evicted runs throw away is no more than the
     GPU-time the reclaiming queue has waited for room and not spent on earlier reclaims
-    (actions/room_waits.py); the rest it waits for (off: KAI's).
+    (actions/room_waits.py), times `reclaim_lost_work_ratio` (1: the break-even rule; 0.5:
+    a queue waits twice as long as the work it would throw away); the rest it waits for
+    (off: KAI's).
     consolidation_within_quota: consolidation moves running pods only to start a
     workload that its project and department's deserved quotas cover: not one that would
     run on over-quota GPUs, lent while their owners do not ask for them and theirs to
@@ -105,6 +107,11 @@ class PoolConfig:
     bound, KAI's behaviour). Elastic ones may still shrink to their minimum. Like
     min_guaranteed_runtime it holds in quota pools (Determined's policies evict by
     their own rules).
+    preemption_loop_evictions: a workload evicted (reclaim or priority preemption) this
+    many times in a row, each time within PREEMPTION_LOOP_SPAN of (re)starting
+    (WorkloadSpec.quick_evictions), is in a preemption loop: it is held pending for
+    PREEMPTION_LOOP_SPAN after its last eviction, with a reason that says so, instead of
+    being started only to be evicted again (None: never held, KAI's behaviour).
     over_quota_weight_from_quota: over-quota is split by quota instead of by weight.
     fairshare_mode: "point_in_time" or "time_based" (decayed historical usage over
     `time_based_window` seconds with `time_based_half_life`, strength `time_based_k`).
@@ -119,11 +126,13 @@ class PoolConfig:
     consolidation_weighs_lost_work: bool = False
     consolidation_within_quota: bool = False
     reclaim_weighs_lost_work: bool = False
+    reclaim_lost_work_ratio: float = 1.0
     reserve_for_gangs: bool = False
     max_reclaims_per_cycle: int | None = DEFAULT_MAX_RECLAIMS_PER_CYCLE
     max_preemptions_per_cycle: int | None = DEFAULT_MAX_PREEMPTIONS_PER_CYCLE
     min_guaranteed_runtime: float = 0.0
     max_preemptions_per_workload: int | None = None
+    preemption_loop_evictions: int | None = None
     over_quota_weight_from_quota: bool = False
     fairshare_mode: str = FAIRSHARE_POINT_IN_TIME
     time_based_window: float = 604800.0
@@ -221,6 +230,8 @@ class WorkloadSpec:
     reclaim (CycleResult.room_wait_since); what it waits before then is not waiting for
     room, or was spent (lost_work.waited_gpu_seconds). preemptions: times reclaim or
     priority preemption evicted it (PoolConfig.max_preemptions_per_workload).
+    quick_evictions: evictions in a row that each came within PREEMPTION_LOOP_SPAN of its
+    (re)start; an eviction after a longer run counts none (PoolConfig.preemption_loop_evictions).
     """
 
     id: str
@@ -245,6 +256,7 @@ class WorkloadSpec:
     started_cycle: int = 0
     room_wait_since: float | None = None
     preemptions: int = 0
+    quick_evictions: int = 0
 
     @property
     def display_name(self) -> str:

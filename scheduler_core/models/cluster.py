@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.validators import MinValueValidator
 from django.db import models
 
 from scheduler_core.choices import Backend, FairshareMode, NodeState, Placement, Policy
+from scheduler_core.engine.profiles import (
+    PROFILE_KAI,
+    PROFILE_SETTINGS,
+    profile_of,
+    profile_settings,
+)
 from scheduler_core.models.versioned import VersionedModel
+
+PROFILE_CUSTOM = "custom"
+PROFILE_SETTING_NAMES = tuple(row[0] for row in PROFILE_SETTINGS)
 
 
 class NodePool(models.Model):
@@ -44,6 +55,12 @@ class NodePool(models.Model):
         help_text="Reclaim running work from other queues only while the work it throws away "
         "is no more than the GPU-time the reclaiming queue's workloads have waited.",
     )
+    reclaim_lost_work_ratio = models.FloatField(
+        default=1.0,
+        validators=[MinValueValidator(0.01)],
+        help_text="Where reclaims weigh lost work: the share of its waited GPU-time a queue "
+        "may throw away (1: as much as it waited; 0.5: half).",
+    )
     max_reclaims_per_cycle = models.PositiveIntegerField(
         null=True,
         blank=True,
@@ -67,6 +84,14 @@ class NodePool(models.Model):
         validators=[MinValueValidator(1)],
         help_text="A workload reclaimed or preempted this many times is not evicted or moved "
         "again: it runs to its end. Empty = no bound.",
+    )
+    preemption_loop_evictions = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=None,
+        validators=[MinValueValidator(1)],
+        help_text="A workload evicted this many times in a row, each within an hour of "
+        "starting, is held pending for an hour with a reason that says so. Empty: never held.",
     )
     over_quota_weight_from_quota = models.BooleanField(
         default=False, help_text="Use each queue's quota as its over-quota weight."
@@ -94,6 +119,22 @@ class NodePool(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def profile(self) -> str:
+        """The policy profile whose every setting the pool holds (engine.profiles), or
+        "custom"."""
+        settings = {name: getattr(self, name) for name in PROFILE_SETTING_NAMES}
+        return profile_of(settings) or PROFILE_CUSTOM
+
+    def profile_changes(self) -> dict[str, tuple[Any, Any]]:
+        """What the pool's settings change from KAI's: {setting: (kai's, the pool's)}."""
+        kai = profile_settings(PROFILE_KAI)
+        return {
+            name: (kai[name], getattr(self, name))
+            for name in PROFILE_SETTING_NAMES
+            if getattr(self, name) != kai[name]
+        }
 
 
 class NodeQuerySet(models.QuerySet):

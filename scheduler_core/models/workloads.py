@@ -74,6 +74,11 @@ class Workload(VersionedModel):
         help_text="Times reclaim or priority preemption evicted it (a pool's "
         "max_preemptions_per_workload protects it from then on).",
     )
+    quick_evictions = models.PositiveIntegerField(
+        default=0,
+        help_text="Evictions in a row, each within an hour of its start: a pool that holds "
+        "preemption loops holds it after its preemption_loop_evictions.",
+    )
     spec = models.JSONField(default=dict, blank=True)
 
     status = models.CharField(

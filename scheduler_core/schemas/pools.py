@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from scheduler_core.engine.profiles import PROFILES
 from scheduler_core.engine.snapshot import FAIRSHARE_MODES, PLACEMENTS, POLICIES
 from scheduler_core.schemas.base import (
     MAX_CONSOLIDATION_EVALUATIONS,
@@ -18,6 +19,7 @@ from scheduler_core.schemas.base import (
     Seconds,
     StrictModel,
     UsageK,
+    number,
     one_of,
     whole,
 )
@@ -26,6 +28,8 @@ ConsolidationEvaluations = Annotated[int, whole(ge=0, le=MAX_CONSOLIDATION_EVALU
 Policy = Annotated[str, one_of(POLICIES)]
 Placement = Annotated[str, one_of(PLACEMENTS)]
 FairshareMode = Annotated[str, one_of(FAIRSHARE_MODES)]
+Profile = Annotated[str, one_of(PROFILES)]
+LostWorkRatio = Annotated[float, number(gt=0, le=10)]
 BACKENDS = ("simulated", "agent")  # scheduler_core.choices.Backend
 MAX_GRACE_PERIOD = 86400
 BackendName = Annotated[str, one_of(BACKENDS)]
@@ -34,8 +38,10 @@ GracePeriod = Annotated[int, whole(ge=0, le=MAX_GRACE_PERIOD)]
 
 class PoolRules(StrictModel):
     """The settings every surface shares; a key left out keeps its value (or FORMAT.md's
-    default). max_*_per_cycle null: no bound."""
+    default). max_*_per_cycle null: no bound. `profile` (engine.profiles) gives the
+    settings it names; a setting stated beside it wins."""
 
+    profile: Omittable[Profile] = None
     policy: Omittable[Policy] = None
     placement: Omittable[Placement] = None
     preemption: Omittable[bool] = None
@@ -44,11 +50,13 @@ class PoolRules(StrictModel):
     consolidation_weighs_lost_work: Omittable[bool] = None
     consolidation_within_quota: Omittable[bool] = None
     reclaim_weighs_lost_work: Omittable[bool] = None
+    reclaim_lost_work_ratio: Omittable[LostWorkRatio] = None
     reserve_for_gangs: Omittable[bool] = None
     max_reclaims_per_cycle: PerCycle | None = None
     max_preemptions_per_cycle: PerCycle | None = None
     min_guaranteed_runtime: Omittable[Seconds] = None
     max_preemptions_per_workload: PerWorkload | None = None
+    preemption_loop_evictions: PerWorkload | None = None
     over_quota_weight_from_quota: Omittable[bool] = None
     fairshare_mode: Omittable[FairshareMode] = None
 

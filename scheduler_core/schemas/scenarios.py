@@ -108,13 +108,16 @@ class InitialWorkload(ScenarioWorkload):
     """A workload present at time 0, possibly running already. Beyond FORMAT.md (what a
     copy of a live cluster carries): a pending one's `pending_since` (when it last went
     back to the queue) and `room_wait_since` (when its wait for room counts from), and
-    `preemptions`, the times reclaim or priority preemption evicted it so far."""
+    `preemptions`, the times reclaim or priority preemption evicted it so far, and
+    `quick_evictions`, how many of the last came in a row soon after a start
+    (engine.preemption_loops)."""
 
     running_on: list[Any] | None = None
     started_at: Omittable[Time] = None
     pending_since: Omittable[Time] = None
     room_wait_since: Omittable[Time] = None
     preemptions: Preemptions = 0
+    quick_evictions: Preemptions = 0
 
     @model_validator(mode="after")
     def _started_needs_running(self) -> InitialWorkload:

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from scheduler_core import access
 from scheduler_core.choices import EventType, NodeState, WorkloadStatus
+from scheduler_core.engine.profiles import DEFAULT_PROFILE_FOR_LABS, with_profile
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Allocation, Node, NodePool, SchedulingEvent, Workload
@@ -19,15 +20,18 @@ from scheduler_core.services.errors import FieldErrors, check_slug_name, require
 
 
 def _validate_pool_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """The settings as given, once they match the pools' schema (PoolSettings)."""
+    """The settings as given, once they match the pools' schema (PoolSettings), with a
+    `profile` replaced by the settings it gives (engine.profiles.with_profile)."""
     try:
-        return validate(PoolSettings, settings).given()
+        return with_profile(validate(PoolSettings, settings).given())
     except SchemaInvalid as exc:
         raise ValidationError(exc.by_field()) from None
 
 
 def pool_create(*, user, name: str, **settings: Any) -> NodePool:
-    """Create a node pool with its scheduling settings."""
+    """Create a node pool with its scheduling settings: those of its `profile` (lab
+    unless stated, engine.profiles), and any stated beside it."""
+    settings.setdefault("profile", DEFAULT_PROFILE_FOR_LABS)
     access.require_system_admin(user, "manage pools and nodes")
     errors = FieldErrors()
     check_slug_name(errors, name)
@@ -38,7 +42,7 @@ def pool_create(*, user, name: str, **settings: Any) -> NodePool:
 
 
 def pool_update(*, user, pool: NodePool, **settings: Any) -> NodePool:
-    """Change a pool's policy or scheduling settings."""
+    """Change a pool's policy or scheduling settings (a `profile` sets all of its own)."""
     access.require_system_admin(user, "manage pools and nodes")
     settings = _validate_pool_settings(settings)
     with transaction.atomic():

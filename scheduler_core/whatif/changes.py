@@ -42,6 +42,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from scheduler_core.engine.profiles import with_profile
 from scheduler_core.schemas.base import counted_names
 from scheduler_core.schemas.changes import LIMITS, RESOURCES, AddNode, Changes, QuotaChange
 from scheduler_core.schemas.errors import SchemaInvalid, validate
@@ -63,6 +64,8 @@ POOL_DEFAULTS = {  # FORMAT.md's defaults, for describing a change to a key left
     "max_reclaims_per_cycle": 100,
     "max_preemptions_per_cycle": 100,
     "max_preemptions_per_workload": None,
+    "preemption_loop_evictions": None,
+    "reclaim_lost_work_ratio": 1.0,
     "fairshare_mode": "point_in_time",
 }
 
@@ -209,7 +212,7 @@ def apply_changes(scenario: dict[str, Any], changes: dict[str, Any]) -> dict[str
                 owner[key] = item[key]
     pools = {p["name"]: p for p in changed.get("pools") or []}
     for item in changes.get("pools", []):
-        pools[item["pool"]].update({k: v for k, v in item.items() if k != "pool"})
+        pools[item["pool"]].update(_pool_settings(item))
     for item in changes.get("add_nodes", []):
         for name in added_node_names(item):
             node = {"name": name, "pool": item["pool"], "gpus": item["gpus"]}
@@ -224,6 +227,11 @@ def apply_changes(scenario: dict[str, Any], changes: dict[str, Any]) -> dict[str
             steps[0].get("events") or []
         )
     return changed
+
+
+def _pool_settings(item: dict[str, Any]) -> dict[str, Any]:
+    """The settings a pool change sets: those of its profile, if any, and those stated."""
+    return with_profile({k: v for k, v in item.items() if k != "pool"})
 
 
 def _owner_key(item: dict[str, Any]) -> tuple[str, str]:
@@ -259,9 +267,11 @@ def describe_changes(changes: dict[str, Any], *, scenario: dict[str, Any]) -> li
                     f"{_show(owner.get(key, 1 if key != 'rank' else 0))} -> {_show(item[key])}"
                 )
     for item in changes.get("pools", []):
-        for key, value in item.items():
-            if key != "pool":
-                before = pools.get(item["pool"], {}).get(key, POOL_DEFAULTS.get(key))
+        if "profile" in item:
+            lines.append(f"pool {item['pool']}: profile {item['profile']}")
+        for key, value in _pool_settings(item).items():
+            before = pools.get(item["pool"], {}).get(key, POOL_DEFAULTS.get(key))
+            if before != value or key in item:
                 lines.append(
                     f"pool {item['pool']}: {key.replace('_', ' ')} {_show(before)} -> "
                     f"{_show(value)}"

@@ -121,6 +121,8 @@ def _pool(pool: NodePool) -> dict[str, Any]:
         "max_reclaims_per_cycle": pool.max_reclaims_per_cycle,
         "max_preemptions_per_cycle": pool.max_preemptions_per_cycle,
         "max_preemptions_per_workload": pool.max_preemptions_per_workload,
+        "preemption_loop_evictions": pool.preemption_loop_evictions,
+        "reclaim_lost_work_ratio": pool.reclaim_lost_work_ratio,
         "min_guaranteed_runtime": pool.min_guaranteed_runtime,
         "over_quota_weight_from_quota": pool.over_quota_weight_from_quota,
         "fairshare_mode": pool.fairshare_mode,
@@ -232,6 +234,8 @@ def _workload(
         data.update(_waiting(workload, now=now))
     if workload.preemptions:
         data["preemptions"] = workload.preemptions
+    if workload.quick_evictions:
+        data["quick_evictions"] = workload.quick_evictions
     return data
 
 

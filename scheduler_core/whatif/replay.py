@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from scheduler_core.engine.profiles import DEFAULT_PROFILE_FOR_LABS
 from scheduler_core.whatif.reference import ReferenceScheduler
 from scheduler_core.whatif.run_figures import (
     HOUR,
@@ -127,6 +128,12 @@ class WindowReplay:
         )
 
 
+def trace_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The pool settings a trace is replayed with: `config`, in the lab profile unless it
+    names another (engine.profiles)."""
+    return {"profile": DEFAULT_PROFILE_FOR_LABS} | dict(config or {})
+
+
 def replay_window(
     jobs: list[TraceJob],
     *,
@@ -144,14 +151,14 @@ def replay_window(
     """Replay the jobs of one window (submitted `start` + 0..`hours`) on `nodes` nodes of
     `gpus_per_node` GPUs, or (nodes None) on the nodes that give them offered load
     `load`; teams deserve GPUs in proportion to `team_nodes` (equally without). Jobs
-    larger than the cluster are left out and counted. A bad `config` raises the
-    scenario loader's ScenarioError."""
+    larger than the cluster are left out and counted. `config` is read by trace_config.
+    A bad `config` raises the scenario loader's ScenarioError."""
     count = nodes or nodes_for_load(jobs, hours, gpus_per_node, load or 1.0)
     cluster = TraceCluster(
         count,
         gpus_per_node,
         team_quotas((j.team for j in jobs), count * gpus_per_node, team_nodes),
-        config=dict(config or {}),
+        config=trace_config(config),
     )
     fitting = [j for j in jobs if fits(j, cluster)]
     runs = replay_trace(

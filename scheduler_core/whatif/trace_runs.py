@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from scheduler_core.whatif.replay import SCHEDULERS, replay_window
+from scheduler_core.whatif.replay import SCHEDULERS, replay_window, trace_config
 from scheduler_core.whatif.scenarios import ScenarioError
 from scheduler_core.whatif.traces import (
     TraceCluster,
@@ -269,7 +269,7 @@ def _team_nodes(value: Any, problems: Problems) -> dict[str, int] | None:
 
 def _config(value: Any, problems: Problems) -> dict[str, Any]:
     if value in (None, {}):
-        return {}
+        return trace_config({})
     if not isinstance(value, Mapping):
         problems.append(("config", 'pool settings as an object, e.g. {"consolidation": false}'))
         return {}
@@ -281,4 +281,4 @@ def _config(value: Any, problems: Problems) -> dict[str, Any]:
     except ScenarioError as exc:
         problems.append(("config", str(exc).removeprefix("check: ").removeprefix("config: ")))
         return {}
-    return dict(value)
+    return trace_config(value)

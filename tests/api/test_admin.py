@@ -100,9 +100,34 @@ def test_system_admin_builds_a_pool(admin_api):
     assert updated["reclaim_weighs_lost_work"] and updated["reserve_for_gangs"]
     assert updated["consolidation_within_quota"]
     assert updated["max_preemptions_per_workload"] == 2
-    assert not updated["consolidation_weighs_lost_work"]
+    # a new pool is in the lab profile, so those settings were on already
+    assert updated["consolidation_weighs_lost_work"] and updated["profile"] == "lab"
     assert admin_api.delete("/api/v1/nodes/h-1/").status_code == 204
     assert admin_api.delete("/api/v1/pools/h100/").status_code == 204
+
+
+def test_a_pool_is_lab_unless_the_admin_chooses_kai_and_the_profile_is_one_setting(admin_api):
+    lab = admin_api.post("/api/v1/pools/", {"name": "lab"}, format="json").json()
+    assert (lab["profile"], lab["reclaim_weighs_lost_work"], lab["preemption_loop_evictions"]) == (
+        "lab",
+        True,
+        3,
+    )
+    kai = admin_api.post("/api/v1/pools/", {"name": "kai", "profile": "kai"}, format="json")
+    assert kai.status_code == 201
+    assert (kai.json()["profile"], kai.json()["max_preemptions_per_workload"]) == ("kai", None)
+    # one setting switches every setting the profile names
+    back = admin_api.patch("/api/v1/pools/lab/", {"profile": "kai"}, format="json").json()
+    assert (back["profile"], back["reserve_for_gangs"], back["over_quota_weight_from_quota"]) == (
+        "kai",
+        False,
+        False,
+    )
+    # one setting of it changed by hand: custom
+    custom = admin_api.patch("/api/v1/pools/lab/", {"reserve_for_gangs": True}, format="json")
+    assert custom.json()["profile"] == "custom"
+    wrong = admin_api.patch("/api/v1/pools/lab/", {"profile": "slurm"}, format="json")
+    assert wrong.status_code == 400 and set(wrong.json()["fields"]) == {"profile"}
 
 
 def test_pool_settings_are_checked(admin_api):

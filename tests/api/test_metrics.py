@@ -128,3 +128,31 @@ def test_only_system_admins_read_the_metrics_with_their_session_or_token(
         }
     client.logout()
     assert token_client(cluster[role]).get("/metrics").status_code == status
+
+
+def test_a_preemption_loop_is_an_event_a_counter_and_a_held_workload(cluster, submit, scraper):
+    from scheduler_core.choices import EventType
+    from scheduler_core.models import SchedulingEvent
+
+    for i in range(2):
+        submit("nlp", f"borrow-{i}", gpus=8)
+    run_cycle()
+    # both were evicted twice already, each soon after its start; they ran 10 minutes
+    Workload.objects.filter(project=cluster["nlp"]).update(
+        started_at=timezone.now() - timedelta(minutes=10), quick_evictions=2, preemptions=2
+    )
+    cluster["pool"].preemption_loop_evictions = 3
+    cluster["pool"].save()
+    queue_owner_set_quota(user=cluster["admin"], owner=cluster["nlp"], pool=cluster["pool"], gpus=0)
+    submit("vision", "owner", gpus=8)
+    run_cycle()
+    (loop,) = SchedulingEvent.objects.filter(type=EventType.PREEMPTION_LOOP)
+    assert (
+        loop.reason == "preemption loop: evicted 3 times in a row, each within 60 min of starting"
+    )
+    assert loop.details == {"quick_evictions": 3, "preemptions": 3}
+    assert _samples(scraper.get("/metrics"))[("fairway_preemption_loops_total", ())] == 1
+    run_cycle()
+    held = Workload.objects.get(pk=loop.workload_id)
+    assert held.pending_reason_kind == "preemption_loop"
+    assert held.pending_reason.startswith("held in a preemption loop: evicted 3 times in a row")

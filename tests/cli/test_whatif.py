@@ -95,9 +95,11 @@ def test_an_admin_replays_a_trace_and_reads_the_figures_side_by_side(
     completed = next(line for line in lines if line.startswith("jobs completed"))
     assert completed.split()[-9:] == ["6", "/", "0"] * 3
     run = Simulation.objects.get()
-    # the options went through as given: team sizes read from the file, settings typed
+    # the options went through as given: team sizes read from the file, settings typed,
+    # in the lab profile (a trace run's default)
     assert run.trace_options["team_nodes"] == {"a": 1, "b": 1}
     assert run.trace_options["config"] == {
+        "profile": "lab",
         "reserve_for_gangs": True,
         "fairshare_mode": "time_based",
     }

@@ -14,12 +14,14 @@ POOL = {
     "description": "",
     "policy": "fairshare",
     "placement": "spread",
+    "profile": "custom",
     "preemption": "on",
     "max_consolidation_evaluations": 100,
     "max_reclaims_per_cycle": "",
     "max_preemptions_per_cycle": 10,
     "min_guaranteed_runtime": 600,
     "reclaim_weighs_lost_work": "on",
+    "reclaim_lost_work_ratio": 1,
     "reserve_for_gangs": "on",
     "consolidation_within_quota": "on",
     "max_preemptions_per_workload": 2,
@@ -110,6 +112,33 @@ def test_a_system_admin_changes_a_pools_settings(client_for, cluster):
         600,
         True,
     )
+
+
+def test_the_profile_is_one_setting_and_the_pool_page_says_what_it_changes(client_for, cluster):
+    client = client_for("admin")
+    client.post(reverse("console:pool_create"), {**POOL, "profile": "lab"})
+    pool = NodePool.objects.get(name="h100")
+    # the profile's settings win over the form's fields it names; the others are kept
+    assert (pool.profile, pool.consolidation_weighs_lost_work, pool.placement) == (
+        "lab",
+        True,
+        "spread",
+    )
+    html = client.get(pool_url("pool_detail", pool)).content.decode()
+    shown = html.split('id="pool-profile"', 1)[1].split("</div>", 1)[0]
+    assert "Policy profile: <strong>lab</strong>" in shown
+    assert "What it changes from KAI's settings" in shown
+    assert "Preemptions per workload: no bound &rarr; 2" in shown
+    assert "Hold a preemption loop after: no bound &rarr; 3" in shown
+    client.post(pool_url("pool_settings", pool), {**POOL, "profile": "kai"})
+    pool.refresh_from_db()
+    assert (pool.profile, pool.reclaim_weighs_lost_work, pool.max_preemptions_per_workload) == (
+        "kai",
+        False,
+        None,
+    )
+    html = client.get(pool_url("pool_detail", pool)).content.decode()
+    assert "exactly KAI-Scheduler's settings." in html
 
 
 @pytest.mark.parametrize("role", ["dept_admin", "researcher", "viewer"])

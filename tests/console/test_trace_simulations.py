@@ -40,6 +40,7 @@ def test_admin_uploads_a_trace_with_its_window_and_settings(client_for, cluster)
     options = simulation.trace_options
     assert options["team_nodes"] == {"a": 1, "b": 1} and options["nodes"] == 4
     assert options["config"] == {
+        "profile": "lab",
         "reclaim_weighs_lost_work": True,
         "reserve_for_gangs": True,
         "max_preemptions_per_workload": 2,
@@ -90,7 +91,7 @@ def test_the_page_shows_the_schedulers_side_by_side_with_charts(client_for, clus
 
 def test_two_trace_runs_compare_by_the_engines_figures(client_for, cluster):
     runs = []
-    for name, config in (("kai", {}), ("weighed", {"reclaim_weighs_lost_work": True})):
+    for name, config in (("kai", {"profile": "kai"}), ("lab", {})):
         sim = simulation_create(
             user=cluster["admin"],
             name=name,
@@ -102,9 +103,9 @@ def test_two_trace_runs_compare_by_the_engines_figures(client_for, cluster):
         runs.append(sim)
     url = reverse("console:simulation_compare") + f"?id={runs[0].pk}&id={runs[1].pk}"
     html = client_for("admin").get(url).content.decode()
-    assert "In weighed, compared with kai, Fairway&#x27;s makespan from" in html
+    assert "In lab, compared with kai, Fairway&#x27;s makespan from" in html
     assert "work thrown away from" in html
-    assert '<th class="num">kai</th><th class="num">weighed</th>' in html
+    assert '<th class="num">kai</th><th class="num">lab</th>' in html
 
 
 def test_a_trace_run_is_not_compared_with_a_scenario(client_for, cluster):

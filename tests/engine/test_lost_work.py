@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scheduler_core.engine import CycleResult, Evict, Move, PoolConfig, WorkloadSpec, run_cycle
 from tests.engine.factories import dept, node, project, settle, simulation, snapshot, workload
 
@@ -241,6 +243,24 @@ def test_the_whole_queue_s_wait_pays_for_a_reclaim() -> None:
     result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
     assert _evicted(result) == ["long"]
     assert "ask0" not in result.pending  # the others take the freed GPUs next cycle
+
+
+@pytest.mark.parametrize(("ratio", "evicted"), [(1.0, ["long"]), (0.5, []), (2.0, ["long"])])
+def test_the_lost_work_ratio_scales_what_a_wait_may_throw_away(
+    ratio: float, evicted: list[str]
+) -> None:
+    # "long" loses 4 GPU-hours and p2 has waited 4 GPU-hours: enough at a ratio of 1, not
+    # at 0.5 (it would throw away at most 2)
+    now = 36_000.0
+    work = [
+        *_p1_over_quota_for(1, now),
+        *(workload(f"ask{i}", project="p2", gpus=1, submitted_at=now - 3601) for i in range(4)),
+    ]
+    pools = [
+        PoolConfig(name="default", reclaim_weighs_lost_work=True, reclaim_lost_work_ratio=ratio)
+    ]
+    result = run_cycle(snapshot(NODES, TWO_QUEUES, work, pools, now=now))
+    assert _evicted(result) == evicted
 
 
 def test_a_wait_that_paid_for_a_reclaim_is_not_spent_again() -> None:

@@ -58,6 +58,20 @@ def test_every_kind_of_change_is_applied_to_a_copy():
     ]
 
 
+def test_a_profile_change_sets_every_setting_of_the_profile_and_says_which():
+    changes = validate_changes(
+        {"pools": [{"pool": "a100", "profile": "lab", "reserve_for_gangs": False}]},
+        scenario=SCENARIO,
+    )
+    (pool,) = apply_changes(SCENARIO, changes)["pools"]
+    assert (pool["reclaim_weighs_lost_work"], pool["max_preemptions_per_workload"]) == (True, 2)
+    assert pool["reserve_for_gangs"] is False  # stated beside the profile: it wins
+    lines = describe_changes(changes, scenario=SCENARIO)
+    assert lines[0] == "pool a100: profile lab"
+    assert "pool a100: max preemptions per workload none -> 2" in lines
+    assert "pool a100: reserve for gangs off -> off" in lines
+
+
 @pytest.mark.parametrize(
     ("changes", "field", "words"),
     [

@@ -46,7 +46,7 @@ def replay(tmp_path: Path, *extra: str) -> tuple[dict, str]:
 
 
 def test_replay_compares_the_engine_with_fifo_and_backfill(tmp_path: Path) -> None:
-    out, err = replay(tmp_path, "--json")
+    out, err = replay(tmp_path, "--json", "--profile", "kai")
     document = json.loads(out)
     assert document["jobs"] == 6  # the job at 23:00 is outside the two hours
     assert document["quotas"] == {"a": 16.0, "b": 16.0}
@@ -60,7 +60,7 @@ def test_replay_compares_the_engine_with_fifo_and_backfill(tmp_path: Path) -> No
     assert fifo["preemptions"] == fifo["moves"] == 0
     # backfill cannot run the 1-GPU job beside a's four without delaying the gang
     assert runs[BACKFILL]["mean_queueing_minutes"]["1"] == fifo["mean_queueing_minutes"]["1"]
-    # the engine reclaims for b, which is under its quota: b starts at once, a loses work
+    # KAI's engine reclaims for b, which is under its quota: b starts at once, a loses work
     engine = runs[ENGINE]
     assert engine["completed"] == 6
     assert engine["mean_queueing_minutes"][">8"] == 0
@@ -74,7 +74,9 @@ def test_replay_prints_a_table_by_default(tmp_path: Path) -> None:
     out, _ = replay(tmp_path)
     lines = out.splitlines()
     # 4 x 8 GPUs x 2 h + 16 x 0.5 h + 10 min = 72.2 GPU-hours over 32 GPUs x 2 h
-    assert lines[0] == "6 jobs on 4 nodes x 8 GPUs (offered load 1.13), a cycle every 60 s"
+    assert lines[0] == (
+        '6 jobs on 4 nodes x 8 GPUs (offered load 1.13), a cycle every 60 s; profile="lab"'
+    )
     assert lines[1].split() == [ENGINE, FIFO, BACKFILL]
     assert any(line.startswith("lost GPU-h (% of work)") for line in lines)
 
@@ -84,13 +86,19 @@ def test_pool_settings_change_the_engine_s_replay_only(tmp_path: Path) -> None:
     # of waiting (2.7 GPU-hours) does not pay for a's 2 x 8 GPUs x 10 min (2.7 GPU-hours)
     # at once, but b's wait grows while a's loss grows as fast only in 8 of its 16 GPUs
     out, _ = replay(
-        tmp_path, "--json", "--only", ENGINE, "--config", "reclaim_weighs_lost_work=true"
+        tmp_path,
+        *("--json", "--only", ENGINE, "--profile", "kai"),
+        *("--config", "reclaim_weighs_lost_work=true"),
     )
     document = json.loads(out)
     assert set(document["runs"]) == {ENGINE}
-    assert document["config"] == {"reclaim_weighs_lost_work": True}
+    assert document["config"] == {"profile": "kai", "reclaim_weighs_lost_work": True}
     weighed = document["runs"][ENGINE]
-    kai = json.loads(replay(tmp_path, "--json", "--only", ENGINE)[0])["runs"][ENGINE]
+    kai = json.loads(replay(tmp_path, "--json", "--only", ENGINE, "--profile", "kai")[0])
+    kai = kai["runs"][ENGINE]
+    # the lab profile (the default) weighs lost work too
+    lab = json.loads(replay(tmp_path, "--json", "--only", ENGINE)[0])["runs"][ENGINE]
+    assert lab["lost_gpu_hours"] < kai["lost_gpu_hours"]
     assert weighed["lost_gpu_hours"] < kai["lost_gpu_hours"]
     assert weighed["mean_queueing_minutes"][">8"] > kai["mean_queueing_minutes"][">8"]
 

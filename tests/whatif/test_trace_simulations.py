@@ -26,7 +26,7 @@ def problems(error: ValidationError) -> dict[str, list[str]]:
 
 
 def test_a_trace_run_compares_the_engine_with_fifo_and_backfill(cluster):
-    sim = create(cluster["admin"])
+    sim = create(cluster["admin"], trace={**OPTIONS, "config": {"profile": "kai"}})
     assert sim.source == SimulationSource.TRACE
     assert sim.trace_options["start"] == "2017-10-25T19:00"
     run_simulation_task.apply(args=[sim.pk])
@@ -38,7 +38,7 @@ def test_a_trace_run_compares_the_engine_with_fifo_and_backfill(cluster):
     assert set(result["runs"]) == {"fairway", "fifo", "fifo+backfill"}
     fairway = result["runs"]["fairway"]
     assert fairway["completed"] == 6
-    # the quota scheduler reclaims for b's gang; FIFO makes it wait for a's jobs
+    # KAI's quota scheduler reclaims for b's gang; FIFO makes it wait for a's jobs
     assert fairway["preemptions"] >= 1 and result["runs"]["fifo"]["preemptions"] == 0
     timeline = fairway["timeline"]
     assert timeline["hours"][:3] == [0.0, 1.0, 2.0]
@@ -85,7 +85,9 @@ def test_pool_settings_are_checked_as_a_scenario_checks_them(cluster):
         create(cluster["admin"], trace={**OPTIONS, "config": {"reserve_for_gang": True}})
     assert problems(caught.value)["trace.config"] == ["unknown key 'reserve_for_gang'"]
     sim = create(cluster["admin"], trace={**OPTIONS, "config": {"reserve_for_gangs": True}})
-    assert sim.trace_options["config"] == {"reserve_for_gangs": True}
+    assert sim.trace_options["config"] == {"profile": "lab", "reserve_for_gangs": True}
+    sim = create(cluster["admin"])  # the lab profile unless told otherwise
+    assert sim.trace_options["config"] == {"profile": "lab"}
 
 
 def test_a_trace_run_takes_no_changes_or_scenario(cluster):

@@ -30,10 +30,11 @@ TRACE_EPILOG = """\
 The trace is a CSV with Philly's columns: timestamp (UTC), duration (seconds), num_gpus and
 cluster (the team). Each team becomes a project; --team-nodes gives their deserved quotas
 in proportion to their nodes (a `vc,node num` CSV, as philly_vc.csv), else equal ones.
---config takes any pool setting a scenario's `config` takes, e.g.
-  --config consolidation_weighs_lost_work=true --config reclaim_weighs_lost_work=true
-  --config over_quota_weight_from_quota=true --config reserve_for_gangs=true
-  --config consolidation_within_quota=true --config max_preemptions_per_workload=2
+The pool is in the lab profile (what a new pool gets) unless --config profile=kai
+(exactly KAI-Scheduler's settings). --config takes any pool setting a scenario's `config`
+takes, on top of the profile, e.g.
+  --config profile=kai --config reclaim_weighs_lost_work=true
+  --config reserve_for_gangs=false --config max_preemptions_per_workload=1
 """
 
 LIVE_EPILOG = """\

@@ -57,7 +57,12 @@ def reclaim(session: Session) -> None:
         failed: dict[tuple[object, ...], tuple[float, tuple[str, str]]] = {}
         budget = Budget(pool.config.max_reclaims_per_cycle)
         index = ReclaimIndex(pool.name)
-        waits = RoomWaits(session, jobs) if pool.config.reclaim_weighs_lost_work else None
+        config = pool.config
+        waits = (
+            RoomWaits(session, jobs, config.reclaim_lost_work_ratio)
+            if config.reclaim_weighs_lost_work
+            else None
+        )
         in_queue_order(
             session,
             pool.name,

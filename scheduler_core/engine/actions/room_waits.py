@@ -16,6 +16,10 @@ on (Session.room_wait_paid, which the cycle's result carries as
 CycleResult.room_wait_since): without that, every cycle would weigh the same hours
 again, and a queue of many small waiting jobs could take back run after run on an
 allowance of a few GPU-hours.
+
+PoolConfig.reclaim_lost_work_ratio r scales the price: a queue may throw away r times
+what it has waited, and a reclaim that throws away X spends X / r of the wait (r = 0.5:
+the queue waits twice as long as the work it throws away).
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ class RoomWaits:
     """What each queue's pending workloads in one pool have waited for room and not
     spent, during reclaim (each workload's part is Session.room_waited)."""
 
-    __slots__ = ("_next", "_queues", "_session", "_totals")
+    __slots__ = ("_next", "_queues", "_ratio", "_session", "_totals")
 
-    def __init__(self, session: Session, jobs: list[WorkloadState]) -> None:
+    def __init__(self, session: Session, jobs: list[WorkloadState], ratio: float = 1.0) -> None:
         self._session = session
+        self._ratio = ratio
         # per project, its pending workloads, the last in queue order first
         self._queues: dict[str, list[WorkloadState]] = {}
         for job in jobs:
@@ -55,14 +60,16 @@ class RoomWaits:
         return 0.0 if job.pods else self._waited(job)
 
     def allowance(self, project: str) -> float:
-        """GPU-seconds the pending workloads of `project` have waited and not spent."""
-        return max(self._totals.get(project, 0.0), 0.0)
+        """GPU-seconds of runs `project` may throw away: what its pending workloads have
+        waited and not spent, times the pool's reclaim_lost_work_ratio."""
+        return max(self._totals.get(project, 0.0), 0.0) * self._ratio
 
     def pay(self, started: WorkloadState, thrown: float) -> None:
         """`started` was started (or grown) by a reclaim that threw away `thrown`
         GPU-seconds: its own wait pays first, the other pending workloads of its queue
         the rest (see the module doc)."""
         project = started.project
+        thrown /= self._ratio  # in waited GPU-seconds
         own = 0.0
         if not started.initial_pods and project in self._totals:  # it was pending
             own = self._waited(started)

@@ -126,7 +126,7 @@ def _not_growing(session: Session) -> dict[str, tuple[str, str]]:
 def _pending_infos(session: Session) -> dict[str, PendingInfo]:
     """Why each pending workload waits, and its position in its project queue."""
     by_project: dict[str, list[WorkloadState]] = {}
-    for w in session.pending_workloads():
+    for w in session.waiting_workloads():
         by_project.setdefault(w.project, []).append(w)
     infos: dict[str, PendingInfo] = {}
     reasons = session.reasons

@@ -22,6 +22,8 @@ from scheduler_core.engine.framework.state import NodeState, PoolIndex, Workload
 from scheduler_core.engine.framework.statement import Statement
 from scheduler_core.engine.lost_work import room_wait_start
 from scheduler_core.engine.plugins.priority import priority_order
+from scheduler_core.engine.preemption_loops import REASON_KIND as LOOP_REASON_KIND
+from scheduler_core.engine.preemption_loops import loop_hold
 from scheduler_core.engine.resources import EPSILON
 from scheduler_core.engine.snapshot import ClusterSnapshot, PodPlacement, QueueSpec
 
@@ -108,8 +110,23 @@ class Session:
         hooks = first_answer(self.plugins, lambda p: p.queue_hooks())
         assert hooks is not None, "the proportion plugin is always enabled"
         self._queue_hooks: QueueHooks = hooks
+        self.held: set[str] = self._hold_loops()
         for plugin in answering(self.plugins, "on_session_open"):
             plugin.on_session_open(self)
+
+    def _hold_loops(self) -> set[str]:
+        """The pending workloads held for a preemption loop (preemption_loops.loop_hold),
+        with their reason; no action starts them this cycle."""
+        held: set[str] = set()
+        for w in self.workloads.values():
+            if w.pods or not w.spec.quick_evictions:
+                continue
+            for pool in self.candidate_pools(w):
+                reason = loop_hold(w.spec, self.pools[pool].config, self.now)
+                if reason is not None:
+                    held.add(w.id)
+                    self.set_reason(w, pool, LOOP_REASON_KIND, reason)
+        return held
 
     # ----------------------------------------------------------------- pools
     def placement_of(self, pool: str) -> str:
@@ -511,7 +528,15 @@ class Session:
             self.room_wait_paid[w.id] = min(self._room_wait_from(w) + spent / gpus, self.now)
 
     def pending_workloads(self) -> list[WorkloadState]:
-        """Workloads without pods (that have not failed), in snapshot order."""
+        """Workloads without pods (that have not failed and are not held for a
+        preemption loop), in snapshot order: those the actions may start."""
+        held = self.held
+        return [
+            w for w in self.workloads.values() if not w.pods and not w.failed and w.id not in held
+        ]
+
+    def waiting_workloads(self) -> list[WorkloadState]:
+        """Every workload without pods that has not failed, held ones included."""
         return [w for w in self.workloads.values() if not w.pods and not w.failed]
 
     # ------------------------------------------------------------ result

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import json
 from argparse import ArgumentTypeError
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from scheduler_core.whatif.replay import SCHEDULERS, WindowReplay, replay_window
+from scheduler_core.engine.profiles import DEFAULT_PROFILE_FOR_LABS, PROFILES
+from scheduler_core.whatif.busy_windows import busiest_windows
+from scheduler_core.whatif.replay import SCHEDULERS, WindowReplay, replay_window, trace_config
 from scheduler_core.whatif.run_figures import RunFigures, figures_table
 from scheduler_core.whatif.scenarios.errors import ScenarioError
 from scheduler_core.whatif.traces import parse_time, read_team_nodes, read_trace
@@ -59,8 +61,17 @@ class Command(BaseCommand):
             "--start",
             type=_time,
             action="append",
-            required=True,
+            default=[],
             help="window start, UTC; repeatable: several slices of the trace side by side",
+        )
+        parser.add_argument(
+            "--busiest",
+            type=int,
+            default=0,
+            metavar="N",
+            help="also replay the N busiest windows of --hours in the trace (the most "
+            "GPU-hours submitted, durations capped; starting on the hour, no two less than "
+            "two windows apart), busiest first",
         )
         parser.add_argument("--hours", type=float, required=True, help="window length")
         size = parser.add_mutually_exclusive_group(required=True)
@@ -85,6 +96,13 @@ class Command(BaseCommand):
             action="store_true",
             help="the pool weighs the work a consolidation move throws away against the "
             "time the job waited (consolidation_weighs_lost_work; off: KAI's behaviour)",
+        )
+        parser.add_argument(
+            "--profile",
+            choices=PROFILES,
+            default=DEFAULT_PROFILE_FOR_LABS,
+            help="the pool's policy profile: lab (the default, what a new pool gets) or kai "
+            "(exactly KAI-Scheduler's settings); --config settings win over it",
         )
         parser.add_argument(
             "--config",
@@ -112,7 +130,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        config = dict(options["config"])
+        config = trace_config({"profile": options["profile"], **dict(options["config"])})
         if options["weigh_moves"]:
             config["consolidation_weighs_lost_work"] = True
         if options["windows"] < 1:
@@ -129,6 +147,11 @@ class Command(BaseCommand):
             team_nodes = read_team_nodes(options["vc"]) if options["vc"] else None
         except (OSError, KeyError, ValueError) as exc:
             raise CommandError(f"cannot read the trace: {exc}") from exc
+        if options["busiest"] < 0:
+            raise CommandError("--busiest must be at least 0")
+        options["start"] = options["start"] + self._busiest(options)
+        if not options["start"]:
+            raise CommandError("give a window: --start, or --busiest N")
         span = timedelta(hours=options["hours"])
         replays = [
             self._replay(start + k * span, options, config, team_nodes)
@@ -151,6 +174,26 @@ class Command(BaseCommand):
                 )
         for line in figures_table(runs):
             self.stdout.write(line)
+
+    def _busiest(self, options: dict[str, Any]) -> list[datetime]:
+        """The starts of the --busiest windows, each reported with its GPU-hours."""
+        if not options["busiest"]:
+            return []
+        origin = datetime(1970, 1, 1, tzinfo=UTC)
+        try:
+            jobs = read_trace(
+                options["path"], start=origin, hours=1e7, cap_hours=options["cap_hours"]
+            )
+        except (OSError, KeyError, ValueError) as exc:
+            raise CommandError(f"cannot read the trace: {exc}") from exc
+        found = busiest_windows(
+            jobs, origin=origin, hours=options["hours"], count=options["busiest"]
+        )
+        for start, load in found:
+            self.stderr.write(
+                f"busy window {start:%Y-%m-%dT%H:%M}: {load:,.0f} GPU-hours submitted"
+            )
+        return [start for start, _ in found]
 
     def _replay(
         self,

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from scheduler_core.engine.profiles import with_profile
 from scheduler_core.engine.resources import UNLIMITED, Resources
 from scheduler_core.engine.snapshot import (
     STATUS_RUNNING,
@@ -141,7 +142,7 @@ def _pool_settings(settings: ScenarioConfig | None) -> dict[str, Any]:
         return {}
     given = settings.model_dump(include=set(PoolRules.model_fields) & settings.model_fields_set)
     time_based = settings.time_based.given() if settings.time_based else {}
-    return given | {f"time_based_{k}": v for k, v in time_based.items()}
+    return with_profile(given) | {f"time_based_{k}": v for k, v in time_based.items()}
 
 
 def _resources(per_pool: dict[str, Amounts] | None, *, limit: bool) -> dict[str, Resources]:
@@ -323,10 +324,10 @@ class _Builder:
         pool: str | None = None
         started_at: float | None = None
         pending_since = room_wait_since = None
-        preemptions = 0
+        preemptions = quick_evictions = 0
         if isinstance(item, InitialWorkload):
             pending_since, room_wait_since = item.pending_since, item.room_wait_since
-            preemptions = item.preemptions
+            preemptions, quick_evictions = item.preemptions, item.quick_evictions
             if item.running_on is not None:
                 pods, pool = self._placements(where, item.running_on, groups, cand, selector)
                 started_at = item.started_at or 0.0
@@ -353,6 +354,7 @@ class _Builder:
             pending_since=pending_since,
             room_wait_since=room_wait_since,
             preemptions=preemptions,
+            quick_evictions=quick_evictions,
         )
 
     def _placements(

@@ -289,14 +289,23 @@ def as_gang(spec: WorkloadSpec, pods: int) -> WorkloadSpec:
     return dataclasses.replace(spec, groups=(group,))
 
 
+KUEUE_LARGE_SCALE_CLASSES: tuple[JobClass, ...] = (
+    JobClass("small", 35, 1, 0.15, 0.06, 50),
+    JobClass("medium", 11, 5, 0.35, 0.3, 100),
+    JobClass("large", 4, 20, 0.7, 0.7, 200, pods=5),
+)
+"""Kueue's large-scale load (test/performance/scheduler/configs/large-scale), per queue."""
+
+
 def kueue_baseline_workloads(
-    projects: list[str],
+    projects: list[str], classes: tuple[JobClass, ...] = KUEUE_CLASSES
 ) -> Iterator[tuple[float, WorkloadSpec, float, str]]:
-    """(submit time, workload, runtime, class) in submission order: per project 350
-    one-GPU jobs every 0.1 s, 100 five-GPU jobs every 0.5 s, 50 twenty-GPU jobs every
-    1.2 s, priorities 50/100/200, all preemptible batch jobs."""
+    """(submit time, workload, runtime, class) in submission order, all preemptible
+    batch jobs. The baseline's `classes`: per project 350 one-GPU jobs every 0.1 s,
+    100 five-GPU jobs every 0.5 s, 50 twenty-GPU jobs every 1.2 s, priorities
+    50/100/200 (KUEUE_LARGE_SCALE_CLASSES for the large-scale load)."""
     items: list[tuple[float, int, str, str, JobClass]] = []
-    for cls in KUEUE_CLASSES:
+    for cls in classes:
         for project in projects:
             for k in range(cls.count):
                 items.append(

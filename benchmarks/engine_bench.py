@@ -4,10 +4,13 @@ Kueue's published baseline load in simulated time.
     python -m benchmarks.engine_bench                 # S, M, L and the replay
     python -m benchmarks.engine_bench --sizes S,M --no-replay
     python -m benchmarks.engine_bench --unpaced       # no per-cycle eviction bounds
+    python -m benchmarks.engine_bench --sizes W,K --no-replay     # 1,000 queues, 50,000 waiting
+    python -m benchmarks.engine_bench --sizes D1,D3,D12 --no-replay  # Determined fair share
 
 Targets (issue 3), one core: M under 1 s, L under 5 s, growth no faster than n log n,
 memory for L under 2 GiB. The machine may be shared, so each size is timed --repeat
-times and the best wall time is judged (the median and the CPU time are shown too).
+times and the best wall time is judged (the median and the CPU time are shown too);
+growth is judged on the best CPU time, which other work on the machine disturbs less.
 Pools use the default pacing (PoolConfig.max_reclaims_per_cycle and
 max_preemptions_per_cycle); the synthetic first cycle is very unfair, so unpaced it
 makes about 1,950 decisions at M (760 of them evictions) in one go (see --unpaced).
@@ -55,12 +58,22 @@ class Size:
     projects: int
     departments: int
     pools: int = 1
+    policy: str = "quota"
 
 
 SIZES: dict[str, Size] = {
     "S": Size("S", 100, 700, 300, 20, 4),
     "M": Size("M", 1000, 10000, 5000, 200, 20),
     "L": Size("L", 5000, 35000, 15000, 1000, 50),
+    # waiting work: a full cluster and a long queue (Kueue's large-scale shape: 10 x 100
+    # queues, 50,000 waiting), where queue order, fairshare and pending reasons and
+    # positions for every waiting workload are the cycle's cost
+    "W": Size("W", 250, 5000, 1000, 100, 10),
+    "K": Size("K", 2500, 50000, 10000, 1000, 10),
+    # Determined's fair-share policy: one pool, its pending gangs divided every cycle
+    "D1": Size("D1", 100, 750, 600, 20, 4, policy="fairshare"),
+    "D3": Size("D3", 100, 3000, 600, 20, 4, policy="fairshare"),
+    "D12": Size("D12", 100, 12000, 600, 20, 4, policy="fairshare"),
 }
 
 
@@ -68,7 +81,7 @@ def synthetic_snapshot(size: Size, seed: int = 7) -> ClusterSnapshot:
     """A cluster of `size`: 8-GPU nodes, quotas summing to capacity, a mix of 1/2/4/8
     GPU single pods, gangs and elastic workloads, some already running (first fit)."""
     rng = random.Random(seed)
-    pools = tuple(PoolConfig(name=f"pool-{i}") for i in range(size.pools))
+    pools = tuple(PoolConfig(name=f"pool-{i}", policy=size.policy) for i in range(size.pools))
     nodes = tuple(
         NodeSpec(name=f"node-{i}", pool=pools[i % size.pools].name, gpus=8, cpu=128, memory=1024)
         for i in range(size.nodes)
@@ -276,14 +289,23 @@ def as_gang(spec: WorkloadSpec, pods: int) -> WorkloadSpec:
     return dataclasses.replace(spec, groups=(group,))
 
 
+KUEUE_LARGE_SCALE_CLASSES: tuple[JobClass, ...] = (
+    JobClass("small", 35, 1, 0.15, 0.06, 50),
+    JobClass("medium", 11, 5, 0.35, 0.3, 100),
+    JobClass("large", 4, 20, 0.7, 0.7, 200, pods=5),
+)
+"""Kueue's large-scale load (test/performance/scheduler/configs/large-scale), per queue."""
+
+
 def kueue_baseline_workloads(
-    projects: list[str],
+    projects: list[str], classes: tuple[JobClass, ...] = KUEUE_CLASSES
 ) -> Iterator[tuple[float, WorkloadSpec, float, str]]:
-    """(submit time, workload, runtime, class) in submission order: per project 350
-    one-GPU jobs every 0.1 s, 100 five-GPU jobs every 0.5 s, 50 twenty-GPU jobs every
-    1.2 s, priorities 50/100/200, all preemptible batch jobs."""
+    """(submit time, workload, runtime, class) in submission order, all preemptible
+    batch jobs. The baseline's `classes`: per project 350 one-GPU jobs every 0.1 s,
+    100 five-GPU jobs every 0.5 s, 50 twenty-GPU jobs every 1.2 s, priorities
+    50/100/200 (KUEUE_LARGE_SCALE_CLASSES for the large-scale load)."""
     items: list[tuple[float, int, str, str, JobClass]] = []
-    for cls in KUEUE_CLASSES:
+    for cls in classes:
         for project in projects:
             for k in range(cls.count):
                 items.append(
@@ -399,7 +421,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", default="S,M,L", help="comma-separated sizes among S, M, L")
+    parser.add_argument(
+        "--sizes",
+        default="S,M,L",
+        help="comma-separated sizes among " + ", ".join(SIZES) + " (W,K: 1,000 queues and "
+        "50,000 waiting workloads; D1,D3,D12: Determined's fair-share pool with 750, 3,000 "
+        "and 12,000 pending gangs)",
+    )
     parser.add_argument("--no-replay", action="store_true", help="skip the Kueue baseline replay")
     parser.add_argument(
         "--repeat", type=int, default=3, help="cycles timed per size (best and median shown)"
@@ -452,9 +480,9 @@ def main(argv: list[str] | None = None) -> int:
             psize, ptime = previous
             pn = psize.pending + psize.running + psize.nodes
             nlogn = (n * math.log(n)) / (pn * math.log(pn))
-            growth = timing.best / ptime
+            growth = min(timing.cpu) / ptime
             print(
-                f"   growth {psize.label}->{label}: time x{growth:.1f}, "
+                f"   growth {psize.label}->{label}: CPU time x{growth:.1f}, "
                 f"n x{n / pn:.1f}, n log n x{nlogn:.1f}",
                 flush=True,
             )
@@ -462,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"growth {psize.label}->{label} no faster than n log n: "
                 f"{_verdict(growth <= nlogn)} (x{growth:.1f} vs x{nlogn:.1f})"
             )
-        previous = (size, timing.best)
+        previous = (size, min(timing.cpu))
     if not args.no_replay:
         report = replay_kueue_baseline()
         usage = sorted(report.per_project_usage.values())

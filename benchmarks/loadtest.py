@@ -1,13 +1,21 @@
-"""The live load test behind `manage.py loadtest`: Kueue's published baseline load
-replayed on the live scheduler.
+"""The live load test behind `manage.py loadtest`: Kueue's published loads replayed on
+the live scheduler (PROFILES; Kueue's cohorts are departments, its cluster queues
+projects with quota 20 GPUs and limit 120, i.e. borrowing limit 100).
 
-5 departments x 6 projects (quota 20 GPUs each, limit 120), 75 nodes x 8 GPUs. Per
-project: 350 one-GPU jobs of 0.2 s every 0.1 s (priority 50), 100 five-GPU jobs of 0.5 s
-every 0.5 s (priority 100), 50 twenty-GPU jobs of 1 s every 1.2 s (priority 200): 15,000
-workloads arriving over 60 s. Everything runs for real, in wall-clock time: submissions
-through the services, cycles in a Celery worker (whose scheduling loop also completes
-simulated runs as they end), PostgreSQL. It prints the wall time to drain, GPU usage per
-project and time to admission per class, next to Kueue's figures.
+- baseline (the default): 5 departments x 6 projects, 75 nodes x 8 GPUs. Per project:
+  350 one-GPU jobs of 0.2 s every 0.1 s (priority 50), 100 five-GPU jobs of 0.5 s every
+  0.5 s (priority 100), 50 twenty-GPU jobs of 1 s every 1.2 s (priority 200): 15,000
+  workloads arriving over 60 s.
+- large-scale: 10 departments x 100 projects, 2,500 nodes x 8 GPUs. Per project: 35
+  one-GPU jobs of 0.15 s every 60 ms, 11 five-GPU jobs of 0.35 s every 0.3 s, 4
+  twenty-GPU jobs of 0.7 s every 0.7 s: 50,000 workloads arriving over 3 s.
+
+Everything runs for real, in wall-clock time: submissions through the services, cycles
+in a Celery worker (whose scheduling loop also completes simulated runs as they end),
+PostgreSQL. It prints the wall time to drain, GPU usage per project, time to admission
+per class, admissions per second, the slowest cycle and how late the submitter was
+(a run whose submissions were more than LATE_LIMIT late is marked invalid), next to
+Kueue's figures and the profile's targets.
 
 The load's objects are named `lt-...` in a pool `loadtest`; a run first deletes those of
 the previous run. Use a database of its own (it adds 15,000 workloads and their events).
@@ -22,8 +30,9 @@ import sys
 import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +44,12 @@ from django.db import connection
 from django.db.models import Avg, Count, Max, Min, Sum
 from django.utils import timezone
 
-from benchmarks.engine_bench import KUEUE_CLASSES, kueue_baseline_workloads
+from benchmarks.engine_bench import (
+    KUEUE_CLASSES,
+    KUEUE_LARGE_SCALE_CLASSES,
+    JobClass,
+    kueue_baseline_workloads,
+)
 from scheduler_core.choices import TERMINAL_STATES, EventType, WorkloadStatus
 from scheduler_core.loop import triggers
 from scheduler_core.models import (
@@ -55,8 +69,54 @@ from scheduler_core.services.workloads import WorkloadRequest, workload_submit_b
 
 POOL = "loadtest"
 PREFIX = "lt-"
-KUEUE = {"drain": 351.0, "usage": 58.7, "small": 6.7, "medium": 76.8, "large": 215.0}
 ROOT = Path(__file__).resolve().parents[1]
+LATE_LIMIT = 1.0
+"""Seconds a submission may be late before the run's figures stop meaning anything."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadProfile:
+    """A load to replay: the cluster (departments x projects of `quota` GPUs, limit
+    `limit`; nodes of 8 GPUs), the job classes per project, Kueue's published figures
+    (`kueue`: drain s, usage %, mean time to admission s per class) and the targets
+    (`targets`: drain s, usage %, slowest cycle s; those that apply)."""
+
+    name: str
+    departments: int
+    projects: int
+    nodes: int
+    classes: tuple[JobClass, ...]
+    kueue: dict[str, float]
+    targets: dict[str, float]
+    quota: int = 20
+    limit: int = 120
+    gpus_per_node: int = 8
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the cluster."""
+        return self.nodes * self.gpus_per_node
+
+    def project_names(self) -> list[str]:
+        """The projects' names (without PREFIX), department by department."""
+        return [f"proj-{d}-{p}" for d in range(self.departments) for p in range(self.projects)]
+
+
+PROFILES: dict[str, LoadProfile] = {
+    "baseline": LoadProfile(
+        "baseline", 5, 6, 75, KUEUE_CLASSES,
+        kueue={"drain": 351.0, "usage": 58.7, "small": 6.7, "medium": 76.8, "large": 215.0},
+        targets={"drain": 72.0, "usage": 90.0},
+    ),
+    "large-scale": LoadProfile(
+        "large-scale", 10, 100, 2500, KUEUE_LARGE_SCALE_CLASSES,
+        kueue={"drain": 1179.4, "usage": 38.6, "small": 700.4, "medium": 256.4, "large": 105.6},
+        targets={"drain": 120.0, "slowest_cycle": 2.0},
+    ),
+}  # fmt: skip
+"""Kueue's figures: configs/<name>/rangespec.yaml in kubernetes-sigs/kueue (means of
+its calibration runs; the baseline's usage and admission times without equivalence
+hashing)."""
 
 
 class LoadTestError(Exception):
@@ -69,13 +129,21 @@ Arrival = tuple[float, str, str, int, float, int]  # at, project, name, gpus, se
 class LoadTest:
     """One run of the load; `write` prints a line of the report, `warn` a warning."""
 
-    def __init__(self, *, write: Callable[[str], Any], warn: Callable[[str], Any]) -> None:
+    def __init__(
+        self,
+        *,
+        write: Callable[[str], Any],
+        warn: Callable[[str], Any],
+        profile: LoadProfile = PROFILES["baseline"],
+    ) -> None:
         self.write = write
         self.warn = warn
+        self.profile = profile
 
     # --- setup --------------------------------------------------------------------------
 
-    def _clean(self) -> None:
+    def clean(self) -> None:
+        """Delete the load's objects (those of an earlier run too)."""
         projects = Project.objects.filter(name__startswith=PREFIX)
         Allocation.objects.filter(workload__project__in=projects).delete()
         SchedulingEvent.objects.filter(project__in=projects).delete()
@@ -88,19 +156,29 @@ class LoadTest:
         Node.objects.filter(pool__name=POOL).delete()
         NodePool.objects.filter(name=POOL).delete()
 
-    def _build(self) -> tuple[NodePool, dict[str, Project]]:
+    def build(self) -> tuple[NodePool, dict[str, Project]]:
+        """The profile's pool, nodes, departments and projects with their quotas."""
+        profile = self.profile
         pool = NodePool.objects.create(name=POOL, description="manage.py loadtest")
+        now = timezone.now()
         Node.objects.bulk_create(
-            Node(pool=pool, name=f"{PREFIX}node-{i}", gpu_count=8, last_heartbeat=timezone.now())
-            for i in range(75)
+            Node(
+                pool=pool,
+                name=f"{PREFIX}node-{i}",
+                gpu_count=profile.gpus_per_node,
+                last_heartbeat=now,
+            )
+            for i in range(profile.nodes)
         )
         projects = {}
-        for d in range(5):
+        for d in range(profile.departments):
             dept = Department.objects.create(name=f"{PREFIX}dept-{d}")
-            Quota.objects.create(department=dept, pool=pool, gpus=120)
-            for p in range(6):
+            Quota.objects.create(department=dept, pool=pool, gpus=profile.quota * profile.projects)
+            for p in range(profile.projects):
                 project = Project.objects.create(department=dept, name=f"{PREFIX}proj-{d}-{p}")
-                Quota.objects.create(project=project, pool=pool, gpus=20, limit_gpus=120)
+                Quota.objects.create(
+                    project=project, pool=pool, gpus=profile.quota, limit_gpus=profile.limit
+                )
                 projects[f"proj-{d}-{p}"] = project
         return pool, projects
 
@@ -129,16 +207,17 @@ class LoadTest:
             self.warn("warning: not PostgreSQL; figures will not be representative")
         if not 0 < scale <= 1:
             raise LoadTestError("--scale must be in (0, 1]")
-        self._clean()
-        pool, projects = self._build()
+        self.clean()
+        pool, projects = self.build()
         user, _ = get_user_model().objects.get_or_create(
             username=f"{PREFIX}runner", defaults={"is_superuser": True, "is_staff": True}
         )
-        arrivals = self._arrivals(scale)
+        arrivals = self.arrivals(scale)
         work = sum(gpus * seconds for _, _, _, gpus, seconds, _ in arrivals)
+        gpus = self.profile.gpus
         self.write(
-            f"Kueue baseline x{scale:g}: {len(arrivals)} workloads over "
-            f"{arrivals[-1][0]:.1f} s on 600 GPUs (ideal drain {work / 600:.1f} s)"
+            f"Kueue {self.profile.name} x{scale:g}: {len(arrivals)} workloads over "
+            f"{arrivals[-1][0]:.1f} s on {gpus:,} GPUs (ideal drain {work / gpus:.1f} s)"
         )
         queue = f"fairway-loadtest-{uuid.uuid4().hex[:6]}"
         settings.SCHEDULER_CYCLE_QUEUE = queue
@@ -162,7 +241,7 @@ class LoadTest:
             ticker.join()
             self._report(
                 started_at=started_at, drained=drained, projects=projects,
-                work=work, first_cycle=first_cycle, scale=scale,
+                work=work, first_cycle=first_cycle, scale=scale, lag=lag,
             )  # fmt: skip
         finally:
             stop.set()
@@ -170,14 +249,15 @@ class LoadTest:
                 worker.terminate()
                 worker.wait(timeout=30)
             if not keep:
-                self._clean()
+                self.clean()
 
-    def _arrivals(self, scale: float) -> list[Arrival]:
+    def arrivals(self, scale: float) -> list[Arrival]:
         """(at, project, name, gpus, seconds, priority) for the scaled load."""
-        keep = {c.name: max(1, round(c.count * scale)) for c in KUEUE_CLASSES}
-        projects = [f"proj-{d}-{p}" for d in range(5) for p in range(6)]
+        classes = self.profile.classes
+        keep = {c.name: max(1, round(c.count * scale)) for c in classes}
+        projects = self.profile.project_names()
         out = []
-        for at, spec, seconds, klass in kueue_baseline_workloads(projects):
+        for at, spec, seconds, klass in kueue_baseline_workloads(projects, classes):
             if int(spec.id.rsplit("-", 1)[1]) < keep[klass]:
                 gpus = int(spec.groups[0].request.gpus)
                 out.append((at, spec.project, f"{klass}-{spec.id}", gpus, seconds, spec.priority))
@@ -192,7 +272,8 @@ class LoadTest:
         start: float,
     ) -> tuple[float, float]:
         """Submit each instant's arrivals in one bulk call, on time; returns how late the
-        latest one was and how long the slowest call took (seconds)."""
+        latest one was (until its call returned: a cycle cannot see it before) and how
+        long the slowest call took (seconds)."""
         i = 0
         lag = slowest = 0.0
         while i < len(arrivals):
@@ -216,7 +297,9 @@ class LoadTest:
                 i += 1
             began = time.monotonic()
             workload_submit_bulk(user=user, requests=batch)
-            slowest = max(slowest, time.monotonic() - began)
+            done = time.monotonic()
+            slowest = max(slowest, done - began)
+            lag = max(lag, done - (start + at))  # late until the batch is committed
         return lag, slowest
 
     def _tick_loop(self, stop: threading.Event, tick: float) -> None:
@@ -252,7 +335,9 @@ class LoadTest:
         work: float,
         first_cycle: int,
         scale: float,
+        lag: float,
     ) -> None:
+        profile = self.profile
         ids = [p.pk for p in projects.values()]
         workloads = Workload.objects.filter(project_id__in=ids)
         last_finish = workloads.aggregate(m=Max("finished_at"))["m"]
@@ -268,15 +353,7 @@ class LoadTest:
             if pk in admitted:
                 waits[name.split("-", 1)[0]].append((admitted[pk] - submitted).total_seconds())
         status = dict(workloads.values_list("status").annotate(n=Count("pk")).order_by())
-        # GPU-seconds each project's completed runs held (pods x GPUs x run time), over
-        # its quota (20 GPUs) for the whole drain: Kueue's "usage per ClusterQueue".
-        held: dict[int, float] = defaultdict(float)
-        for project_id, pods, gpus, started, finished in workloads.filter(
-            status=WorkloadStatus.COMPLETED
-        ).values_list("project_id", "pods", "gpus", "started_at", "finished_at"):
-            if started is not None and finished is not None:  # (a completed run has both)
-                held[project_id] += pods * gpus * (finished - started).total_seconds()
-        per_project = [held[pk] / (20 * makespan) * 100 for pk in ids]
+        per_project = self._usage_per_project(workloads, ids, makespan)
         cycles = CycleRecord.objects.filter(pk__gt=first_cycle)
         c = cycles.aggregate(
             n=Count("pk"), mean=Avg("duration_seconds"), mx=Max("duration_seconds"),
@@ -285,19 +362,90 @@ class LoadTest:
         preempted = SchedulingEvent.objects.filter(
             project_id__in=ids, type=EventType.PREEMPTED
         ).count()
+        kueue = profile.kueue
+        gpus = profile.gpus
+        usage = statistics.mean(per_project)
+        lost = sum(status.values()) - status.get(WorkloadStatus.COMPLETED, 0)
         out = self.write
         out("")
-        out(f"Results (scale {scale:g}; Kueue's figures are for the full load)")
-        out(f"  wall time to drain:        {makespan:7.1f} s   (Kueue 351 s, ideal "
-            f"{work / 600:.1f} s)")  # fmt: skip
-        out(f"  GPU usage per project:     {statistics.mean(per_project):7.1f} %   (Kueue 58.7 %;"
+        out(f"Results ({profile.name}, scale {scale:g}; Kueue's figures are for the full load)")
+        out(f"  wall time to drain:        {makespan:7.1f} s   (Kueue {kueue['drain']:g} s, ideal "
+            f"{work / gpus:.1f} s)")  # fmt: skip
+        out(f"  GPU usage per project:     {usage:7.1f} %   (Kueue {kueue['usage']} %;"
             f" min {min(per_project):.1f}, max {max(per_project):.1f})")  # fmt: skip
-        out(f"  busy GPU time / capacity:  {work / (600 * makespan) * 100:7.1f} %")
+        out(f"  busy GPU time / capacity:  {work / (gpus * makespan) * 100:7.1f} %")
         for klass in ("small", "medium", "large"):
             values = waits.get(klass, [])
             mean = statistics.mean(values) if values else float("nan")
-            out(f"  time to admission {klass:6s}:  {mean:7.2f} s   (Kueue {KUEUE[klass]} s)")
-        out(f"  statuses: {status}; preemptions: {preempted}")
+            out(f"  time to admission {klass:6s}:  {mean:7.2f} s   (Kueue {kueue[klass]:g} s)")
+        out(f"  statuses: {status}; lost: {lost}; preemptions: {preempted}")
+        self._admission_rate(ids, started_at, makespan)
         out(f"  cycles: {c['n']}, mean {1000 * (c['mean'] or 0):.0f} ms, max "
             f"{1000 * (c['mx'] or 0):.0f} ms, decisions {c['decisions']}, "
             f"dropped {c['dropped']}")  # fmt: skip
+        self._slowest_cycle(cycles)
+        verdict = "valid run" if lag <= LATE_LIMIT else f"INVALID run (over {LATE_LIMIT:g} s)"
+        out(f"  submitter: at most {lag:.2f} s late: {verdict}")
+        self._verdicts(makespan=makespan, usage=usage, lost=lost, slowest=c["mx"] or 0.0)
+
+    def _usage_per_project(self, workloads: Any, ids: list[int], makespan: float) -> list[float]:
+        """GPU-seconds each project's completed runs held (pods x GPUs x run time), over
+        its quota for the whole drain: Kueue's "usage per ClusterQueue" (percent)."""
+        held: dict[int, float] = defaultdict(float)
+        for project_id, pods, gpus, started, finished in workloads.filter(
+            status=WorkloadStatus.COMPLETED
+        ).values_list("project_id", "pods", "gpus", "started_at", "finished_at"):
+            if started is not None and finished is not None:  # (a completed run has both)
+                held[project_id] += pods * gpus * (finished - started).total_seconds()
+        return [held[pk] / (self.profile.quota * makespan) * 100 for pk in ids]
+
+    def _admission_rate(self, ids: list[int], started_at: datetime, makespan: float) -> None:
+        """Admissions (allocations, re-admissions after a preemption included) per second
+        over the run, and the busiest second."""
+        stamps = SchedulingEvent.objects.filter(
+            project_id__in=ids, type=EventType.ALLOCATED
+        ).values_list("created_at", flat=True)
+        per_second = Counter(int((at - started_at).total_seconds()) for at in stamps)
+        total = sum(per_second.values())
+        busiest = max(per_second.values(), default=0)
+        self.write(
+            f"  admissions: {total} in {makespan:.1f} s, {total / max(makespan, 1e-9):.0f} per "
+            f"second over the run, {busiest} in the busiest second"
+        )
+
+    def _slowest_cycle(self, cycles: Any) -> None:
+        """The slowest cycle: how long, how much it decided and where its time went."""
+        slowest = cycles.order_by("-duration_seconds").first()
+        if slowest is None:
+            return
+        seconds = slowest.details.get("seconds", {})
+        parts = ", ".join(
+            f"{k} {1000 * seconds[k]:.0f}" for k in ("load", "engine", "apply") if k in seconds
+        )
+        self.write(
+            f"  slowest cycle: {1000 * slowest.duration_seconds:.0f} ms ({parts} ms), "
+            f"{slowest.decisions} decisions, {slowest.pending} pending, {slowest.running} running"
+        )
+
+    def _verdicts(self, *, makespan: float, usage: float, lost: int, slowest: float) -> None:
+        """The profile's targets, met or not."""
+        targets = self.profile.targets
+        checks = [("nothing lost", lost == 0, f"{lost} lost")]
+        if "drain" in targets:
+            checks.append(
+                (f"drain <= {targets['drain']:g} s", makespan <= targets["drain"],
+                 f"{makespan:.1f} s")
+            )  # fmt: skip
+        if "usage" in targets:
+            checks.append(
+                (f"GPU usage >= {targets['usage']:g} %", usage >= targets["usage"],
+                 f"{usage:.1f} %")
+            )  # fmt: skip
+        if "slowest_cycle" in targets:
+            checks.append(
+                (f"no cycle over {targets['slowest_cycle']:g} s",
+                 slowest <= targets["slowest_cycle"], f"slowest {slowest:.2f} s")
+            )  # fmt: skip
+        self.write("Targets:")
+        for name, ok, figure in checks:
+            self.write(f"  {name}: {'MET' if ok else 'NOT MET'} ({figure})")

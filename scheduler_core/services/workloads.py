@@ -10,6 +10,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import slug_re
 from django.db import IntegrityError, transaction
+from django.db.models import Max, Sum
 from django.utils import timezone
 
 from scheduler_core import access
@@ -88,17 +89,28 @@ class WorkloadRequest:
         return validate(WorkloadSubmission, {k: v for k, v in stated.items() if v is not None})
 
 
+@dataclass(frozen=True, slots=True)
+class PoolRoom:
+    """What a pool's nodes offer: the largest node's GPUs, CPU cores and GiB of memory
+    (0: not declared), and the GPUs of all of them."""
+
+    gpu_count: float
+    cpu: float
+    memory: float
+    total_gpus: float
+
+
 def _fits_somewhere(
     errors: FieldErrors,
     groups: list[PodGroup],
     pools: Sequence[NodePool],
-    nodes_by_pool: dict[int, list[Node]],
+    rooms: dict[int, PoolRoom],
     use_groups: bool,
 ) -> None:
     """A pod must fit on one node, and the gang's minimum in one pool's total capacity."""
     pool_names = ", ".join(p.name for p in pools) or "any pool"
-    nodes = [n for p in pools for n in nodes_by_pool.get(p.pk, [])]
-    if not nodes:
+    offered = [rooms[p.pk] for p in pools if p.pk in rooms]
+    if not offered:
         errors.add("pools", f"{pool_names} has no nodes")
         return
     for i, g in enumerate(groups):
@@ -108,7 +120,7 @@ def _fits_somewhere(
             ("cpu", "cpu", "CPU cores"),
             ("memory", "memory", "GiB of memory"),
         ):
-            largest = max(getattr(n, attr) for n in nodes)
+            largest = max(getattr(room, attr) for room in offered)
             want = getattr(g, key)
             if key != "gpus" and largest == 0:
                 continue  # nodes that do not declare cpu/memory do not limit it
@@ -119,7 +131,7 @@ def _fits_somewhere(
                     f"has {largest:g}",
                 )
     gang_gpus = sum(g.gang * (math.ceil(g.gpus) if g.gpus >= 1 else g.gpus) for g in groups)
-    best = max(sum(n.gpu_count for n in nodes_by_pool.get(p.pk, [])) for p in pools)
+    best = max(room.total_gpus for room in offered)
     if gang_gpus > best:
         errors.add(
             "min_pods" if not use_groups else "groups",
@@ -129,7 +141,7 @@ def _fits_somewhere(
 
 
 def _validate(
-    req: WorkloadRequest, *, nodes_by_pool: dict[int, list[Node]], all_pools: list[NodePool]
+    req: WorkloadRequest, *, rooms: dict[int, PoolRoom], all_pools: list[NodePool]
 ) -> tuple[WorkloadSubmission, list[NodePool]]:
     """The request's shape and pools, once its name is usable, its shape matches the schema
     and its pods and gang fit the candidate pools."""
@@ -147,7 +159,7 @@ def _validate(
         errors.extend(exc.by_field())
     errors.raise_if_any()
     _fits_somewhere(
-        errors, shape.pod_groups(), list(req.pools) or all_pools, nodes_by_pool, bool(shape.groups)
+        errors, shape.pod_groups(), list(req.pools) or all_pools, rooms, bool(shape.groups)
     )
     errors.raise_if_any()
     return shape, list(req.pools)
@@ -228,19 +240,24 @@ def _insert(
     return workloads
 
 
-def _pool_context() -> tuple[dict[int, list[Node]], list[NodePool]]:
-    nodes_by_pool: dict[int, list[Node]] = {}
-    for node in Node.objects.only("pool_id", "gpu_count", "cpu", "memory"):
-        nodes_by_pool.setdefault(node.pool_id, []).append(node)
-    return nodes_by_pool, list(NodePool.objects.all())
+def _pool_context() -> tuple[dict[int, PoolRoom], list[NodePool]]:
+    """What each pool's nodes offer (one query, whatever the number of nodes), and the
+    pools."""
+    rooms = {
+        row["pool_id"]: PoolRoom(row["gpus"], row["cpus"], row["mem"], row["total"])
+        for row in Node.objects.values("pool_id")
+        .annotate(gpus=Max("gpu_count"), cpus=Max("cpu"), mem=Max("memory"), total=Sum("gpu_count"))
+        .order_by()
+    }
+    return rooms, list(NodePool.objects.all())
 
 
 def workload_submit(*, user, request: WorkloadRequest) -> Workload:
     """Queue a new workload in a project the user may submit to."""
     if not access.can_submit_to(user, request.project):
         raise PermissionDenied(f"you cannot submit workloads to project {request.project}")
-    nodes_by_pool, all_pools = _pool_context()
-    validated = _validate(request, nodes_by_pool=nodes_by_pool, all_pools=all_pools)
+    rooms, all_pools = _pool_context()
+    validated = _validate(request, rooms=rooms, all_pools=all_pools)
     if (request.project.pk, request.name) in _existing_names([request]):
         raise Conflict({"name": _name_taken(request)})
     with transaction.atomic():
@@ -255,14 +272,14 @@ def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[W
             allowed[req.project.pk] = access.can_submit_to(user, req.project)
         if not allowed[req.project.pk]:
             raise PermissionDenied(f"workloads[{i}]: you cannot submit to project {req.project}")
-    nodes_by_pool, all_pools = _pool_context()
+    rooms, all_pools = _pool_context()
     existing = _existing_names(requests)
     errors = FieldErrors()
     validated = []
     seen: set[tuple[int, str]] = set()
     for i, req in enumerate(requests):
         try:
-            validated.append(_validate(req, nodes_by_pool=nodes_by_pool, all_pools=all_pools))
+            validated.append(_validate(req, rooms=rooms, all_pools=all_pools))
         except ValidationError as exc:
             errors.extend({f"workloads[{i}].{f}": m for f, m in exc.message_dict.items()})
         key = (req.project.pk, req.name)

@@ -7,13 +7,20 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from benchmarks.loadtest import LoadTest, LoadTestError
+from benchmarks.loadtest import PROFILES, LoadTest, LoadTestError
 
 
 class Command(BaseCommand):
-    help = "Replay Kueue's baseline load (15,000 workloads) live and report the figures."
+    help = (
+        "Replay Kueue's baseline load (15,000 workloads) or its large-scale load (50,000 "
+        "workloads, 1,000 queues) live and report the figures."
+    )
 
     def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--profile", choices=sorted(PROFILES), default="baseline",
+            help="which of Kueue's loads (default: baseline)",
+        )  # fmt: skip
         parser.add_argument(
             "--scale", type=float, default=1.0,
             help="fraction of each class's jobs (0.1 for a quick run); the cluster stays",
@@ -29,7 +36,9 @@ class Command(BaseCommand):
         parser.add_argument("--keep", action="store_true", help="keep the load's data after")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        load_test = LoadTest(write=self.stdout.write, warn=self.stderr.write)
+        load_test = LoadTest(
+            write=self.stdout.write, warn=self.stderr.write, profile=PROFILES[opts["profile"]]
+        )
         try:
             load_test.run(
                 scale=opts["scale"], tick=opts["tick"], start_worker=not opts["no_worker"],

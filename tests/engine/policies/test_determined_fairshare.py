@@ -3,13 +3,17 @@ workloads that can never fit taking no part in it (placements and reasons out)."
 
 from __future__ import annotations
 
+import math
+import random
 from dataclasses import dataclass, field
 
 import pytest
 
 from scheduler_core.engine import ClusterSnapshot, NodeSpec, PoolConfig, WorkloadSpec
 from scheduler_core.engine.framework.session import Session
-from scheduler_core.engine.policies.determined_fairshare import fair_targets
+from scheduler_core.engine.framework.state import WorkloadState
+from scheduler_core.engine.plugins.proportion.division import ShareClaim, divide
+from scheduler_core.engine.policies.determined_fairshare import counts_for_share, fair_targets
 from tests.engine.factories import dept, node, project, running, settle, snapshot, workload
 
 QUEUES = [dept("lab"), project("team", "lab")]
@@ -146,3 +150,44 @@ def test_zero_gpu_workloads_start_fifo_where_they_fit() -> None:
         "cpu-3": 1,
     }
     assert results[-1].pending["cpu-2"].reason_kind == "capacity"
+
+
+def _one_at_a_time(slots: float, workloads: list[WorkloadState]) -> dict[str, dict[str, int]]:
+    """The division as Determined's rule states it: divide, let the latest-submitted
+    workload whose share misses its minimum give up, divide again."""
+    active = sorted(workloads, key=lambda w: (w.spec.submitted_at, w.spec.creation_order))
+    while True:
+        claims = [
+            ShareClaim(w.id, 0.0, w.max_gpus, math.inf, 0, w.max_gpus * w.spec.weight, i)
+            for i, w in enumerate(active)
+        ]
+        shares = divide(slots, claims)
+        counts = {w.id: counts_for_share(w, shares[w.id]) for w in active}
+        starved = [w for w in active if counts[w.id] is None]
+        if not starved:
+            return {k: v for k, v in counts.items() if v is not None}
+        active.remove(starved[-1])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fair_targets_match_giving_up_one_at_a_time(seed: int) -> None:
+    """Leftover slots that feed one gang and starve another, elastic and strict gangs,
+    fractions, weights (0 too): the fast division gives what the rule gives."""
+    rng = random.Random(seed)
+    for _ in range(150):
+        jobs = []
+        for i in range(rng.randint(1, 24)):
+            pods = rng.choice([1, 1, 2, 3, 4, 8])
+            jobs.append(
+                job(
+                    f"w{i}",
+                    pods,
+                    rng.choice([None, 1, pods]),
+                    gpus=rng.choice([1, 1, 2, 0.5]),
+                    weight=rng.choice([1, 1, 1, 2, 3, 0.5, 0]),
+                )
+            )
+        slots = float(rng.choice([1, 2, 3, 5, 8, 13, 16, 24]))
+        session = Session(cluster([node("n1", 64)], jobs))
+        workloads = list(session.workloads.values())
+        assert fair_targets(slots, workloads) == _one_at_a_time(slots, workloads)

@@ -68,8 +68,16 @@ def divide(total: float, claims: Sequence[ShareClaim], k: float | None = None) -
     remaining = total - sum(fair.values()) if claims else total
     if remaining <= EPSILON:
         return fair
-    for rank in sorted({c.rank for c in claims}, reverse=True):
-        group = [c for c in claims if c.rank == rank]
+    by_rank: dict[int, list[ShareClaim]] = {}
+    for c in claims:
+        by_rank.setdefault(c.rank, []).append(c)
+    for rank in sorted(by_rank, reverse=True):
+        group = by_rank[rank]
+        if k is None and not math.isinf(remaining) and all(math.isfinite(c.weight) for c in group):
+            remaining = _water_fill(remaining, group, fair, want)
+            if remaining <= EPSILON:
+                break
+            continue
         while remaining > EPSILON:
             asking = [c for c in group if want[c.key] - fair[c.key] > EPSILON]
             if not asking:
@@ -118,6 +126,64 @@ def divide(total: float, claims: Sequence[ShareClaim], k: float | None = None) -
         if remaining <= EPSILON:
             break
     return fair
+
+
+def _water_fill(
+    remaining: float, group: list[ShareClaim], fair: dict[str, float], want: dict[str, float]
+) -> float:
+    """One rank's over-quota division without time-based weights, in n log n: the same
+    outcome as capping round after round (see divide), found by taking the queues in
+    the order in which they reach their cap (what they still want over their weight,
+    smallest first). Fills `fair` in place; returns what is left."""
+    asking = [c for c in group if want[c.key] - fair[c.key] > EPSILON]
+    weights = over_quota_weights(asking, None)
+    wsum = math.fsum(weights)
+    if wsum <= EPSILON:
+        return remaining  # only weight-0 queues ask here: the rest passes to lower ranks
+    # a queue is capped once its share remaining * w / wsum reaches what it still wants
+    # (less EPSILON): once (gap - EPSILON) / w <= remaining / wsum. Capping one raises
+    # remaining / wsum for the others, so the capped queues are a prefix in that order.
+    order = sorted(
+        (i for i, w in enumerate(weights) if w > 0),
+        key=lambda i: (want[asking[i].key] - fair[asking[i].key] - EPSILON) / weights[i],
+    )
+    capped = [False] * len(asking)
+    for i in order:
+        c = asking[i]
+        gap = want[c.key] - fair[c.key]
+        if remaining <= EPSILON or remaining * weights[i] / wsum < gap - EPSILON:
+            break
+        remaining -= gap
+        fair[c.key] = want[c.key]
+        wsum -= weights[i]
+        capped[i] = True
+    rest = [(c, w) for c, w, done in zip(asking, weights, capped, strict=True) if not done]
+    wsum = math.fsum(w for _, w in rest)
+    if remaining <= EPSILON or wsum <= EPSILON:
+        return remaining
+    shares = [remaining * w / wsum for _, w in rest]
+    floors = [math.floor(s + EPSILON) for s in shares]
+    for (c, _), f in zip(rest, floors, strict=True):
+        fair[c.key] += f
+        remaining -= f
+    units = math.floor(remaining + EPSILON)
+    if units <= 0:
+        return remaining
+    by_remainder = sorted(
+        zip(rest, shares, floors, strict=True), key=lambda t: (-(t[1] - t[2]), t[0][0].order)
+    )
+    for (c, _), share, _ in by_remainder:
+        if units <= 0:
+            break
+        if share <= EPSILON:
+            continue  # weight 0: no over-quota share, not even a leftover unit
+        give = min(1.0, want[c.key] - fair[c.key])
+        if give <= EPSILON:
+            continue
+        fair[c.key] += give
+        remaining -= give
+        units -= 1
+    return remaining
 
 
 def decayed_seconds(start: float, end: float, now: float, half_life: float) -> float:

@@ -1,0 +1,46 @@
+"""The load test's profiles: Kueue's loads as `manage.py loadtest --profile` replays them
+(the loads themselves run from the command, never in the suite)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.loadtest import PROFILES, LoadTest
+from scheduler_core.models import Node, Project, Quota
+
+
+def _load(profile: str) -> LoadTest:
+    return LoadTest(write=lambda _: None, warn=lambda _: None, profile=PROFILES[profile])
+
+
+@pytest.mark.parametrize(
+    ("profile", "workloads", "span", "ideal"),
+    [("baseline", 15_000, 58.8, 66.0), ("large-scale", 50_000, 3.0, 4.0)],
+)
+def test_each_profile_submits_kueues_load(
+    profile: str, workloads: int, span: float, ideal: float
+) -> None:
+    """50,000 workloads of Kueue's large-scale test arrive within 3 s and need 4 s of
+    the whole cluster; the baseline is unchanged."""
+    arrivals = _load(profile).arrivals(1.0)
+    work = sum(gpus * seconds for _, _, _, gpus, seconds, _ in arrivals)
+    assert len(arrivals) == workloads
+    assert arrivals[-1][0] == pytest.approx(span)
+    assert work / PROFILES[profile].gpus == pytest.approx(ideal, abs=0.05)
+    assert {(gpus, priority) for _, _, _, gpus, _, priority in arrivals} == {
+        (1, 50), (5, 100), (20, 200)
+    }  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_the_large_scale_cluster_is_built_and_cleaned() -> None:
+    """10 departments x 100 projects of quota 20 (limit 120) on 2,500 nodes of 8 GPUs,
+    gone again after the run."""
+    load = _load("large-scale")
+    pool, projects = load.build()
+    assert len(projects) == 1000
+    assert Node.objects.filter(pool=pool).count() == 2500
+    quota = Quota.objects.get(project=projects["proj-9-99"])
+    assert (quota.gpus, quota.limit_gpus) == (20, 120)
+    load.clean()
+    assert not Project.objects.filter(name__startswith="lt-").exists()

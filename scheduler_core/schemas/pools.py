@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from scheduler_core.choices import Backend
 from scheduler_core.engine.snapshot import FAIRSHARE_MODES, PLACEMENTS, POLICIES
 from scheduler_core.schemas.base import (
     MAX_CONSOLIDATION_EVALUATIONS,
@@ -26,7 +27,7 @@ ConsolidationEvaluations = Annotated[int, whole(ge=0, le=MAX_CONSOLIDATION_EVALU
 Policy = Annotated[str, one_of(POLICIES)]
 Placement = Annotated[str, one_of(PLACEMENTS)]
 FairshareMode = Annotated[str, one_of(FAIRSHARE_MODES)]
-BACKENDS = ("simulated", "agent")  # scheduler_core.choices.Backend
+BACKENDS = tuple(Backend.values)  # each served by its executor (runtime.registry)
 MAX_GRACE_PERIOD = 86400
 BackendName = Annotated[str, one_of(BACKENDS)]
 GracePeriod = Annotated[int, whole(ge=0, le=MAX_GRACE_PERIOD)]

@@ -1,8 +1,9 @@
 """GPU allocation over time per project, rebuilt from scheduling events.
 
 Each workload's events are replayed in order (allocated -> holding its GPUs; preempted,
-a failed run, completed, failed, cancelled, suspended -> holding none), starting from what runs now for
-workloads that started before the window. Two queries, whatever the window.
+a failed run, completed, failed, cancelled, suspended -> holding none), starting from
+what runs now for workloads that started before the window. Two queries, whatever the
+window.
 """
 
 from __future__ import annotations

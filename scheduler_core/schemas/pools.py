@@ -7,7 +7,6 @@ from typing import Annotated
 
 from pydantic import Field
 
-from scheduler_core.choices import Backend
 from scheduler_core.engine.snapshot import FAIRSHARE_MODES, PLACEMENTS, POLICIES
 from scheduler_core.schemas.base import (
     MAX_CONSOLIDATION_EVALUATIONS,
@@ -27,7 +26,8 @@ ConsolidationEvaluations = Annotated[int, whole(ge=0, le=MAX_CONSOLIDATION_EVALU
 Policy = Annotated[str, one_of(POLICIES)]
 Placement = Annotated[str, one_of(PLACEMENTS)]
 FairshareMode = Annotated[str, one_of(FAIRSHARE_MODES)]
-BACKENDS = tuple(Backend.values)  # each served by its executor (runtime.registry)
+# choices.Backend's values (the schemas import no Django; a test keeps the two equal)
+BACKENDS = ("simulated", "agent")
 MAX_GRACE_PERIOD = 86400
 BackendName = Annotated[str, one_of(BACKENDS)]
 GracePeriod = Annotated[int, whole(ge=0, le=MAX_GRACE_PERIOD)]

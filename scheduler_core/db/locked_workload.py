@@ -38,6 +38,7 @@ class LockedWorkload:
     room_wait_since: datetime | None
     preemptions: int
     quick_evictions: int
+    backoff_limit: int | None
 
     @property
     def pk(self) -> int:

@@ -30,7 +30,8 @@ Placement = Annotated[str, one_of(PLACEMENTS)]
 FairshareMode = Annotated[str, one_of(FAIRSHARE_MODES)]
 Profile = Annotated[str, one_of(PROFILES)]
 LostWorkRatio = Annotated[float, number(gt=0, le=10)]
-BACKENDS = ("simulated", "agent")  # scheduler_core.choices.Backend
+# choices.Backend's values (the schemas import no Django; a test keeps the two equal)
+BACKENDS = ("simulated", "agent")
 MAX_GRACE_PERIOD = 86400
 BackendName = Annotated[str, one_of(BACKENDS)]
 GracePeriod = Annotated[int, whole(ge=0, le=MAX_GRACE_PERIOD)]

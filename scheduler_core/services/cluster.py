@@ -9,14 +9,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler_core import access
-from scheduler_core.choices import EventType, NodeState, WorkloadStatus
+from scheduler_core.choices import EventType, NodeState
 from scheduler_core.engine.profiles import DEFAULT_PROFILE_FOR_LABS, with_profile
+from scheduler_core.engine.transitions import Cause
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Allocation, Node, NodePool, SchedulingEvent, Workload
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.schemas.pools import PoolSettings
 from scheduler_core.services.errors import FieldErrors, check_slug_name, require_non_negative
+from scheduler_core.services.runtime import workload_requeue
 
 
 def _validate_pool_settings(settings: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +97,8 @@ def node_create(
 
 
 def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload]:
-    """Evict every workload with a pod on `node` and re-queue it.
+    """Evict every workload with a pod on `node` and re-queue it, keeping its last
+    checkpoint (engine.transitions: the same rule as every other stopped run).
 
     A fault (node down) counts as a restart against the workload's backoff limit; once the
     limit is used up the workload fails. A drain does not count.
@@ -105,45 +108,9 @@ def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload
         Workload.objects.select_for_update().filter(pk__in=workload_ids).order_by("pk")
     )
     now = timezone.now()
-    Allocation.objects.filter(workload__in=workloads).delete()
+    cause = Cause.FAULT if fault else Cause.DRAINED
     for workload in workloads:
-        workload.queue_position = None
-        workload.started_at = None
-        workload.pending_since = now
-        if fault:
-            workload.restarts += 1
-        out_of_restarts = (
-            fault
-            and workload.backoff_limit is not None
-            and workload.restarts > workload.backoff_limit
-        )
-        if out_of_restarts:
-            workload.status = WorkloadStatus.FAILED
-            workload.finished_at = now
-            workload.pending_reason = ""
-        else:
-            workload.status = WorkloadStatus.PENDING
-            workload.pending_reason = f"re-queued: {reason}"
-        workload.save()
-        event_record(
-            type=EventType.PREEMPTED,
-            workload=workload,
-            node=node,
-            pool=node.pool,
-            at=now,
-            reason=reason,
-            details={"kind": "fault" if fault else "drain", "restarts": workload.restarts},
-        )
-        if out_of_restarts:
-            event_record(
-                type=EventType.FAILED,
-                workload=workload,
-                node=node,
-                pool=node.pool,
-                at=now,
-                reason=f"restarted {workload.restarts - 1} times; backoff limit "
-                f"{workload.backoff_limit} used up",
-            )
+        workload_requeue(workload=workload, cause=cause, why=reason, at=now, node=node)
     return workloads
 
 
@@ -202,17 +169,28 @@ def node_mark_down(*, node: Node, reason: str, silent: bool = False) -> Node:
     return node
 
 
-def _down_for_silence(node: Node) -> bool:
-    """Whether the node's last state change was the liveness check marking it down."""
+def _set_by_executor(node: Node, state: str) -> bool:
+    """Whether the node's last state change made it `state` and was its executor's (a
+    liveness check, what Slurm said), not an admin's."""
     last = (
         SchedulingEvent.objects.filter(node=node, type=EventType.NODE_STATE)
         .order_by("-created_at", "-pk")
         .values_list("details", flat=True)
         .first()
     )
-    return (
-        isinstance(last, dict) and last.get("state") == NodeState.DOWN and bool(last.get("silent"))
-    )
+    return isinstance(last, dict) and last.get("state") == state and bool(last.get("silent"))
+
+
+def node_mark_drained(*, node: Node, reason: str) -> Node:
+    """A ready node's executor says it takes no new pods (Slurm drained it): cordoned,
+    its pods kept. A node in any other state keeps it."""
+    with transaction.atomic():
+        locked = Node.objects.select_for_update().get(pk=node.pk)
+        if locked.state != NodeState.READY:
+            return locked
+        node = _set_state(locked, NodeState.CORDONED, reason, silent=True)
+        request_cycle()
+    return node
 
 
 def node_mark_unreachable(*, node: Node, reason: str) -> Node:
@@ -228,13 +206,14 @@ def node_mark_unreachable(*, node: Node, reason: str) -> Node:
 
 
 def node_mark_reachable(*, node: Node, reason: str) -> Node:
-    """An unreachable node's agent is back, or that of a node marked down because it fell
-    silent: the node takes pods again. A node in any other state (cordoned by an admin,
-    marked down by one) keeps it."""
+    """An unreachable node's agent is back, or a node its executor marked down or
+    drained is fine again: the node takes pods again. A node in any other state
+    (cordoned by an admin, marked down by one) keeps it."""
     with transaction.atomic():
         locked = Node.objects.select_for_update().get(pk=node.pk)
         back = locked.state == NodeState.UNREACHABLE or (
-            locked.state == NodeState.DOWN and _down_for_silence(locked)
+            locked.state in (NodeState.DOWN, NodeState.CORDONED)
+            and _set_by_executor(locked, locked.state)
         )
         if not back:
             return locked

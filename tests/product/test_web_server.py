@@ -20,7 +20,7 @@ import pytest
 import websockets
 from django.conf import settings
 
-from scheduler_core.local_agent import node_name
+from scheduler_core.runtime.executors.agent.local import node_name
 from tests.product.processes import Product
 
 pytestmark = pytest.mark.slow

@@ -107,7 +107,7 @@ def loads(
     except RecursionError:
         raise ProtocolError(ERR_MALFORMED, f"nested deeper than {max_depth} levels") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ProtocolError(ERR_MALFORMED, f"not JSON: {exc}") from None
+        raise ProtocolError(ERR_MALFORMED, f"not valid JSON ({exc})") from None
     if _depth(value) > max_depth:
         raise ProtocolError(ERR_MALFORMED, f"nested deeper than {max_depth} levels")
     return value

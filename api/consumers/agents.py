@@ -32,7 +32,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from fairway_agent import protocol
@@ -91,6 +91,21 @@ def _hello(node: Node, body: HelloIn) -> dict[str, Any]:
         "log_offsets": {str(run): size for run, size in sorted(offsets.items())},
         **services.agent_timings(node),
     }
+
+
+def _despite_channel_outage(fn: Callable[..., Any], /, **kwargs: Any) -> Any:
+    """`fn(**kwargs)` in one transaction whose result stands even when the messages it
+    leaves for after commit (starts and stops for agents) cannot reach the channel layer:
+    the database has the facts, and an agent gets what it missed at its next hello."""
+    done: list[Any] = []
+    try:
+        with transaction.atomic():
+            done.append(fn(**kwargs))
+    except CHANNEL_LAYER_ERRORS as exc:
+        if not done:  # raised before the commit: nothing was stored
+            raise
+        logger.warning("stored, but the channel layer is unavailable (%s)", exc)
+    return done[0]
 
 
 def _body(frame: dict[str, Any]) -> Any:
@@ -320,7 +335,9 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if not self.in_group:
             await self._join_group()
         try:
-            welcome = await database_sync_to_async(_hello)(self.node, body)
+            welcome = await database_sync_to_async(_despite_channel_outage)(
+                _hello, node=self.node, body=body
+            )
         except ValidationError as exc:
             raise protocol.ProtocolError(protocol.ERR_MALFORMED, "; ".join(exc.messages)) from None
         self.greeted = True
@@ -340,7 +357,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 raise protocol.ProtocolError(
                     protocol.ERR_MALFORMED, f"unknown run state {body.state!r}"
                 )
-            await database_sync_to_async(reports.run_reported)(
+            await database_sync_to_async(_despite_channel_outage)(
+                reports.run_reported,
                 node=self.node,
                 run_id=body.run,
                 epoch=body.epoch,

@@ -9,8 +9,8 @@
   repeat (seq not above the last processed) is only acknowledged again; a gap or a malformed
   frame gets an `error` and the connection stays, so nothing already sent is lost.
 - `hello` updates the node's facts, asks the lifecycle which runs to keep
-  (runtime.agent.reports.agent_hello) and is answered by `welcome`; then the connection
-  joins the node's group (runtime.agent.channel), whose `agent.send` messages go out as
+  (runtime.executors.agent.reports.agent_hello) and is answered by `welcome`; then the connection
+  joins the node's group (runtime.executors.agent.channel), whose `agent.send` messages go out as
   numbered frames. `run_state` goes to the lifecycle (reports.run_reported); `log`,
   `usage` and `heartbeat` are stored by services.agents. Every frame counts as a sign of
   life.
@@ -32,15 +32,14 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from fairway_agent import protocol
 from redis.exceptions import RedisError
 
 from scheduler_core.models import Node, PodRun
-from scheduler_core.runtime.agent import reports
-from scheduler_core.runtime.agent.channel import node_group
+from scheduler_core.runtime.executors.agent import reports
 from scheduler_core.schemas.agents import BODIES, MAX_REASON, HelloIn, LogIn, RunStateIn, UsageIn
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.services import agents as services
@@ -91,21 +90,6 @@ def _hello(node: Node, body: HelloIn) -> dict[str, Any]:
         "log_offsets": {str(run): size for run, size in sorted(offsets.items())},
         **services.agent_timings(node),
     }
-
-
-def _despite_channel_outage(fn: Callable[..., Any], /, **kwargs: Any) -> Any:
-    """`fn(**kwargs)` in one transaction whose result stands even when the messages it
-    leaves for after commit (starts and stops for agents) cannot reach the channel layer:
-    the database has the facts, and an agent gets what it missed at its next hello."""
-    done: list[Any] = []
-    try:
-        with transaction.atomic():
-            done.append(fn(**kwargs))
-    except CHANNEL_LAYER_ERRORS as exc:
-        if not done:  # raised before the commit: nothing was stored
-            raise
-        logger.warning("stored, but the channel layer is unavailable (%s)", exc)
-    return done[0]
 
 
 def _body(frame: dict[str, Any]) -> Any:
@@ -312,7 +296,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         the channel layer (Redis) is down the connection lives without it (its heartbeats
         keep its runs), and tries again at every sign of life."""
         assert self.node is not None
-        self.group = node_group(self.node.pk)
+        self.group = services.node_group(self.node.pk)
         try:
             await self.channel_layer.group_add(self.group, self.channel_name)
         except CHANNEL_LAYER_ERRORS as exc:
@@ -335,9 +319,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if not self.in_group:
             await self._join_group()
         try:
-            welcome = await database_sync_to_async(_despite_channel_outage)(
-                _hello, node=self.node, body=body
-            )
+            welcome = await database_sync_to_async(_hello)(self.node, body)
         except ValidationError as exc:
             raise protocol.ProtocolError(protocol.ERR_MALFORMED, "; ".join(exc.messages)) from None
         self.greeted = True
@@ -357,8 +339,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 raise protocol.ProtocolError(
                     protocol.ERR_MALFORMED, f"unknown run state {body.state!r}"
                 )
-            await database_sync_to_async(_despite_channel_outage)(
-                reports.run_reported,
+            await database_sync_to_async(reports.run_reported)(
                 node=self.node,
                 run_id=body.run,
                 epoch=body.epoch,
@@ -393,7 +374,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
     # --- channel layer -> agent ----------------------------------------------------------------
 
     async def agent_send(self, message: dict[str, Any]) -> None:
-        """A message for the agent (runtime.agent.channel.send_to_node): number and send it."""
+        """A message for the agent (runtime.executors.agent.channel.send_now): send it."""
         if self.node is None:
             return
         await self._send_frame(message["frame_type"], **message.get("body", {}))

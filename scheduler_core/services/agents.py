@@ -35,7 +35,6 @@ from scheduler_core.models import (
     RunUsageSample,
 )
 from scheduler_core.models.accounts import hash_token
-from scheduler_core.runtime.agent.channel import node_group
 from scheduler_core.schemas.agents import GpuUsage, NodeFactsIn, RunUsage
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.services.cluster import node_mark_reachable
@@ -319,6 +318,12 @@ def node_credential_revoke(*, node: Node, by=None) -> bool:
         )
         node_connections_close(node.pk, f"node {node.name}'s credential was revoked")
     return bool(revoked)
+
+
+def node_group(node_id: int) -> str:
+    """The channel layer group of node `node_id`'s agent connections: the consumer joins
+    it; starts and stops (runtime.executors.agent.channel) and closes go through it."""
+    return f"agents.node.{node_id}"
 
 
 def node_connections_close(node_id: int, reason: str) -> None:

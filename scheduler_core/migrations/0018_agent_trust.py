@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scheduler_core", "0016_simulation_trace"),
+        ("scheduler_core", "0017_run_external_id"),
     ]
 
     operations = [

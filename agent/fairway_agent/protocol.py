@@ -16,7 +16,7 @@ VERSION = 1
 CLOSE_UNAUTHORIZED = 4401  # a wrong, expired or revoked credential
 CLOSE_FORBIDDEN = 4403  # the credential of another node
 CLOSE_VERSION = 4400  # a protocol version this side does not speak
-CLOSE_TRY_AGAIN = 1013  # the server cannot serve now (its database is down): reconnect
+CLOSE_TRY_AGAIN = 4503  # the server cannot serve now (its database is down): reconnect
 
 # Error codes of an `error` message.
 ERR_MALFORMED = "malformed"

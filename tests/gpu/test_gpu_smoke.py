@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from benchmarks.agent_stack import wait_for
-from scheduler_core.local_agent import has_nvidia_gpus
+from scheduler_core.runtime.executors.agent.local import has_nvidia_gpus
 from tests.product.processes import ROOT, Product
 
 pytestmark = [

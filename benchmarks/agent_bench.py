@@ -116,6 +116,11 @@ def run(
                 "order by r.created_at)) as placed from scheduler_core_podrun r join "
                 "scheduler_core_workload w on w.id = r.workload_id) g where gap is not null"
             ).fetchone()
+            cycles = conn.execute(
+                "select count(*), avg(duration_seconds), max(duration_seconds), "
+                "sum(duration_seconds), avg(decisions) from scheduler_core_cyclerecord "
+                "where started_at >= (select min(submitted_at) from scheduler_core_workload)"
+            ).fetchone()
         latency = [float(r[0]) for r in rows]
         starts = sorted(float(r[1]) for r in rows)
         span = (starts[-1] - starts[0]) if len(starts) > 1 else 0.0
@@ -139,6 +144,10 @@ def run(
             print(f"a device's wait from one run's exit to the next start sent: "
                   f"{float(gaps[0]):.2f} s (mean; to the next placement "
                   f"{float(gaps[1]):.2f} s)")  # fmt: skip
+        if cycles and cycles[0]:
+            print(f"scheduling cycles: {cycles[0]}, mean {float(cycles[1]):.2f} s, max "
+                  f"{float(cycles[2]):.2f} s, busy {float(cycles[3]) / wall:.0%} of the wall "
+                  f"time, {float(cycles[4]):.1f} decisions each")  # fmt: skip
         print(f"wall time to complete all: {wall:.1f} s")
         return 0
     finally:

@@ -334,13 +334,22 @@ PENDING_REASON_REFRESH_ROWS = env.int("PENDING_REASON_REFRESH_ROWS", default=100
 # --- node agents (docs/agent.md) ---
 # Seconds between an agent's heartbeats and usage reports (told in its welcome); a node
 # silent for AGENT_UNREACHABLE_AFTER seconds takes no new pods, and after AGENT_LOST_AFTER
-# its pods are lost and re-queued. GPU and run usage samples are kept AGENT_USAGE_RETENTION
-# seconds.
+# its pods are lost and re-queued. Its runs fence themselves (stop) after
+# AGENT_LOST_AFTER - 2 x the pool's grace period - 5 s without the server: the default 720
+# keeps runs through an outage of the server, its PostgreSQL or its Redis of up to 655 s
+# (grace 30 s). GPU and run usage samples are kept AGENT_USAGE_RETENTION seconds.
 AGENT_HEARTBEAT_INTERVAL = env.float("AGENT_HEARTBEAT_INTERVAL", default=2.0)
 AGENT_USAGE_INTERVAL = env.float("AGENT_USAGE_INTERVAL", default=5.0)
 AGENT_UNREACHABLE_AFTER = env.float("AGENT_UNREACHABLE_AFTER", default=15.0)
-AGENT_LOST_AFTER = env.float("AGENT_LOST_AFTER", default=60.0)
+AGENT_LOST_AFTER = env.float("AGENT_LOST_AFTER", default=720.0)
 AGENT_USAGE_RETENTION = env.float("AGENT_USAGE_RETENTION", default=3600.0)
+# What one agent may send: bytes of output stored per run (the log says where it was cut),
+# frames a second per connection (over it, frames wait; none is dropped) and a burst.
+AGENT_LOG_MAX_BYTES = env.int("AGENT_LOG_MAX_BYTES", default=64 * 1024 * 1024)
+AGENT_MAX_FRAMES_PER_SECOND = env.float("AGENT_MAX_FRAMES_PER_SECOND", default=500.0)
+AGENT_FRAME_BURST = env.float("AGENT_FRAME_BURST", default=2000.0)
+# Seconds a join token works when its creator gives no expiry (a day).
+JOIN_TOKEN_TTL = env.float("JOIN_TOKEN_TTL", default=86400.0)
 # --- metrics, sign-in attempts, request bodies (the security block, appended) -------------
 # Request bodies are JSON only; one nested too deeply to handle is a 400 (api.parsers).
 REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["api.parsers.JSONParser"]

@@ -42,7 +42,6 @@ refresh once the session has expired or was ended otherwise (a password change).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -54,6 +53,8 @@ from django.conf import settings
 from django.contrib.auth import get_user, get_user_model
 from django.http import HttpRequest
 from django.utils.module_loading import import_string
+from fairway_agent.protocol import ProtocolError
+from fairway_agent.protocol import loads as bounded_json
 
 from scheduler_core import access
 from scheduler_core.live_events import watched_groups
@@ -68,6 +69,7 @@ logger = logging.getLogger(__name__)
 UNAUTHENTICATED = 4401
 ACCESS_TTL = 15.0
 MAX_GROUPS = 500
+MAX_FRAME_BYTES = 64 * 1024  # a subscribe message of MAX_GROUPS names fits
 KINDS = ("pool", "project", "workload", "simulation")
 USAGE = 'send {"action": "subscribe", "groups": ["cluster", "project-3"]}'
 
@@ -230,9 +232,9 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             if text_data is None:
                 raise BadMessage(f"send JSON text frames, not binary ones: {USAGE}")
             try:
-                content = json.loads(text_data)
-            except ValueError as exc:
-                raise BadMessage(f"not valid JSON ({exc}): {USAGE}") from None
+                content = bounded_json(text_data, max_bytes=MAX_FRAME_BYTES)
+            except ProtocolError as exc:
+                raise BadMessage(f"{exc.message}: {USAGE}") from None
             await self.receive_json(content)
         except BadMessage as exc:
             frame = {"type": "error", "message": str(exc)}

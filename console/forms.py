@@ -559,9 +559,12 @@ class JoinTokenForm(forms.Form):
 
     description = forms.CharField(max_length=255, required=False, help_text="What it is for.")
     expires_in = forms.IntegerField(
-        label="Expires in (s)", min_value=60, required=False,
-        help_text="Blank: until revoked.",
+        label="Expires in (s)", min_value=60, max_value=366 * 86400, required=False,
+        help_text="Blank: a day (JOIN_TOKEN_TTL).",
     )  # fmt: skip
+    single_use = forms.BooleanField(
+        required=False, help_text="Used up by the first node it registers."
+    )
 
 
 class NodeCreateForm(forms.Form):

@@ -16,6 +16,7 @@ VERSION = 1
 CLOSE_UNAUTHORIZED = 4401  # a wrong, expired or revoked credential
 CLOSE_FORBIDDEN = 4403  # the credential of another node
 CLOSE_VERSION = 4400  # a protocol version this side does not speak
+CLOSE_TRY_AGAIN = 4503  # the server cannot serve now (its database is down): reconnect
 
 # Error codes of an `error` message.
 ERR_MALFORMED = "malformed"
@@ -24,6 +25,13 @@ ERR_UNKNOWN_RUN = "unknown_run"
 ERR_VERSION = "version"
 ERR_UNAUTHORIZED = "unauthorized"
 ERR_FORBIDDEN = "forbidden"
+ERR_TOO_LARGE = "too_large"
+ERR_UNAVAILABLE = "unavailable"
+
+# Bounds of a frame, whichever side sends it: a log chunk (64 KiB, base64) fits easily.
+MAX_FRAME_BYTES = 1024 * 1024
+MAX_DEPTH = 16
+MAX_SEQ = 2**53  # frames of one connection
 
 # Run states an agent reports.
 RUN_STARTING = "starting"
@@ -75,20 +83,47 @@ def encode(type: str, seq: int, ack: int | None = None, **body: Any) -> str:
     return json.dumps(frame, separators=(",", ":"))
 
 
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in `value` (without recursion)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            todo.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def loads(
+    text: str | bytes, *, max_bytes: int = MAX_FRAME_BYTES, max_depth: int = MAX_DEPTH
+) -> Any:
+    """A JSON text with a bounded size and nesting (a websocket frame from an untrusted
+    peer); ProtocolError when it is not one."""
+    if len(text) > max_bytes:
+        raise ProtocolError(ERR_TOO_LARGE, f"a message has at most {max_bytes} bytes")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ProtocolError(ERR_MALFORMED, f"nested deeper than {max_depth} levels") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProtocolError(ERR_MALFORMED, f"not valid JSON ({exc})") from None
+    if _depth(value) > max_depth:
+        raise ProtocolError(ERR_MALFORMED, f"nested deeper than {max_depth} levels")
+    return value
+
+
 def decode(text: str | bytes, *, sender: str) -> dict[str, Any]:
     """Parse and check a frame sent by `sender` ("agent" or "server"); raises
     ProtocolError naming what is wrong."""
-    try:
-        frame = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ProtocolError(ERR_MALFORMED, f"not JSON: {exc}") from None
+    frame = loads(text)
     if not isinstance(frame, dict):
         raise ProtocolError(ERR_MALFORMED, "a message is a JSON object")
     if frame.get("v") != VERSION:
         raise ProtocolError(ERR_VERSION, f"protocol version {frame.get('v')!r} is not {VERSION}")
     seq = frame.get("seq")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise ProtocolError(ERR_MALFORMED, "seq must be a positive integer")
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 1 <= seq <= MAX_SEQ:
+        raise ProtocolError(ERR_MALFORMED, f"seq must be an integer from 1 to {MAX_SEQ}")
     kinds = FROM_AGENT if sender == "agent" else FROM_SERVER
     kind = frame.get("type")
     if kind not in kinds:
@@ -97,6 +132,8 @@ def decode(text: str | bytes, *, sender: str) -> dict[str, Any]:
     if missing:
         raise ProtocolError(ERR_MALFORMED, f"{kind} lacks {', '.join(missing)}")
     ack = frame.get("ack")
-    if ack is not None and (not isinstance(ack, int) or isinstance(ack, bool)):
-        raise ProtocolError(ERR_MALFORMED, "ack must be an integer")
+    if ack is not None and (
+        not isinstance(ack, int) or isinstance(ack, bool) or not 0 <= ack <= MAX_SEQ
+    ):
+        raise ProtocolError(ERR_MALFORMED, f"ack must be an integer from 0 to {MAX_SEQ}")
     return frame

@@ -18,28 +18,39 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db import DatabaseError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from fairway_agent import protocol
+from redis.exceptions import RedisError
 
 from scheduler_core.models import Node, PodRun
 from scheduler_core.runtime.executors.agent import reports
-from scheduler_core.runtime.executors.agent.channel import node_group
+from scheduler_core.schemas.agents import BODIES, MAX_REASON, HelloIn, LogIn, RunStateIn, UsageIn
+from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.services import agents as services
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY = 1.0  # seconds: frames closer together count as one sign of life
+CHANNEL_RETRY = 1.0  # seconds between two tries to reach the channel layer
+CREDENTIAL_RECHECK = 5.0  # seconds between two checks of a connection's credential
+# What a channel layer raises when its Redis cannot be reached.
+CHANNEL_LAYER_ERRORS: tuple[type[BaseException], ...] = (OSError, RedisError, asyncio.TimeoutError)
 
 
 def bearer_token(scope: dict[str, Any]) -> str | None:
@@ -52,48 +63,24 @@ def bearer_token(scope: dict[str, Any]) -> str | None:
     return None
 
 
-def _integer(frame: dict[str, Any], field: str, *, minimum: int = 0) -> int:
-    value = frame.get(field)
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise protocol.ProtocolError(
-            protocol.ERR_MALFORMED, f"{field} must be an integer >= {minimum}, got {value!r}"
-        )
-    return value
-
-
-def _time(frame: dict[str, Any], field: str) -> datetime:
-    value = frame.get(field)
-    parsed = parse_datetime(value) if isinstance(value, str) else None
-    if parsed is None:
-        raise protocol.ProtocolError(
-            protocol.ERR_MALFORMED, f"{field} must be an ISO time, got {value!r}"
-        )
-    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
-
-
-def _facts(frame: dict[str, Any]) -> services.NodeFacts:
+def _facts(body: HelloIn) -> services.NodeFacts:
     return services.NodeFacts(
-        address=frame.get("address") or "",
-        devices=frame["devices"],
-        cpu=frame["cpu"],
-        memory_gib=frame["memory_gib"],
-        agent_version=frame["agent_version"],
-        capabilities=frame.get("capabilities") or {},
+        address=body.address or "",
+        devices=[device.model_dump() for device in body.devices],
+        cpu=body.cpu,
+        memory_gib=body.memory_gib,
+        agent_version=body.agent_version,
+        capabilities=dict(body.capabilities or {}),
     )
 
 
-def _hello(node: Node, frame: dict[str, Any]) -> dict[str, Any]:
+def _hello(node: Node, body: HelloIn) -> dict[str, Any]:
     """Update the node, ask which runs it keeps; the welcome's body."""
-    runs = frame["runs"]
-    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
-        raise protocol.ProtocolError(protocol.ERR_MALFORMED, "runs must be a list of objects")
-    max_epoch = frame["max_epoch"]
-    node = services.node_update_facts(
-        node=node, facts=_facts(frame), max_epoch=max_epoch if isinstance(max_epoch, int) else 0
-    )
+    runs = [run.model_dump() for run in body.runs]
+    node = services.node_update_facts(node=node, facts=_facts(body), max_epoch=body.max_epoch)
     services.record_heartbeat(node)
     keep = reports.agent_hello(node=node, runs=runs)
-    reported = [r["run"] for r in runs if isinstance(r.get("run"), int)]
+    reported = [run.run for run in body.runs]
     offsets = dict(
         PodRun.objects.filter(node=node, pk__in=[*keep, *reported]).values_list("pk", "log_size")
     )
@@ -105,21 +92,66 @@ def _hello(node: Node, frame: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _body(frame: dict[str, Any]) -> Any:
+    """The frame's body checked against its schema (schemas.agents); ProtocolError naming
+    the field that is wrong."""
+    model = BODIES.get(frame["type"])
+    if model is None:
+        return None
+    try:
+        return validate(model, frame)
+    except SchemaInvalid as exc:
+        raise protocol.ProtocolError(protocol.ERR_MALFORMED, f"{frame['type']}: {exc}") from None
+
+
 class AgentConsumer(AsyncWebsocketConsumer):
     """One node agent's connection (module docstring)."""
 
     node: Node | None = None
+    in_group = False  # in the node's channel group (read before connect() runs)
+
+    # Channels reads `channel_receive` for its dispatch loop after setting it: the layer's
+    # own receive is wrapped so that a Redis outage pauses the node's channel instead of
+    # ending the connection (its frames and heartbeats still reach the database).
+    @property
+    def channel_receive(self) -> Callable[[], Awaitable[dict[str, Any]]]:
+        return self._patient_receive
+
+    @channel_receive.setter
+    def channel_receive(self, receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        self._layer_receive = receive
+
+    async def _patient_receive(self) -> dict[str, Any]:
+        while True:
+            try:
+                return await self._layer_receive()
+            except CHANNEL_LAYER_ERRORS as exc:
+                if self.in_group:
+                    logger.warning("channel layer unavailable (%s): retrying", exc)
+                self.in_group = False  # its group membership may be gone with Redis
+                await asyncio.sleep(CHANNEL_RETRY)
 
     async def connect(self) -> None:
         self.sent_seq = 0  # frames this side sent
         self.processed = 0  # the last agent seq processed
         self.greeted = False
         self.last_alive = 0.0
+        self.last_checked = time.monotonic()
+        self.credential_id: int | None = None
         self.group: str | None = None
+        self.in_group = False
+        self.pace = FramePace(
+            rate=float(settings.AGENT_MAX_FRAMES_PER_SECOND),
+            burst=float(settings.AGENT_FRAME_BURST),
+        )
         await self.accept()
         raw = bearer_token(self.scope)
-        node = await database_sync_to_async(services.node_for_credential)(raw or "")
-        if node is None:
+        try:
+            found = await database_sync_to_async(services.node_for_credential)(raw or "")
+        except DatabaseError as exc:
+            await self._unavailable(exc)
+            return
+        if found is None:
             await self._refuse(
                 protocol.ERR_UNAUTHORIZED,
                 "send a valid node credential: Authorization: Bearer <node token> "
@@ -127,11 +159,12 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 protocol.CLOSE_UNAUTHORIZED,
             )
             return
-        self.node = node
+        self.node, self.credential_id = found
 
     async def disconnect(self, code: int) -> None:
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.group is not None and self.in_group:
+            with contextlib.suppress(*CHANNEL_LAYER_ERRORS):
+                await self.channel_layer.group_discard(self.group, self.channel_name)
 
     # --- frames out -------------------------------------------------------------------------
 
@@ -144,13 +177,25 @@ class AgentConsumer(AsyncWebsocketConsumer):
 
     async def _refuse(self, code: str, message: str, close_code: int) -> None:
         await self._error(code, message)
+        self.node = None
         await self.close(code=close_code)
+
+    async def _unavailable(self, exc: Exception) -> None:
+        """The database cannot be reached: the agent reconnects later and says again what
+        it has (its hello), so nothing it reported is lost."""
+        logger.warning("agent connection closed, the database is unavailable: %s", exc)
+        await self._refuse(
+            protocol.ERR_UNAVAILABLE,
+            "the server cannot reach its database; connect again later",
+            protocol.CLOSE_TRY_AGAIN,
+        )
 
     # --- frames in ---------------------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
         if self.node is None:
             return  # refused, closing
+        await asyncio.sleep(self.pace.wait())
         try:
             frame = protocol.decode(text_data if text_data is not None else bytes_data or b"",
                                     sender="agent")  # fmt: skip
@@ -174,31 +219,57 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self._error(protocol.ERR_MALFORMED, "the first message must be hello")
             return
         try:
+            if not await self._still_trusted():
+                return
             await self._handle(frame)
         except (protocol.ProtocolError, services.ReportRefused) as exc:
             if self.node is None:
                 return
             self.processed = seq  # handled (refused): later frames are not a gap
             await self._error(exc.code, exc.message)
+        except DatabaseError as exc:
+            await self._unavailable(exc)
+
+    async def _still_trusted(self) -> bool:
+        """Check the credential again every CREDENTIAL_RECHECK seconds: a revoked or
+        replaced credential, or a deleted node, ends the connection."""
+        now = time.monotonic()
+        if now - self.last_checked < CREDENTIAL_RECHECK:
+            return True
+        self.last_checked = now
+        assert self.credential_id is not None
+        valid = await database_sync_to_async(services.credential_is_valid)(self.credential_id)
+        if not valid:
+            await self._revoked()
+        return valid
+
+    async def _revoked(self) -> None:
+        await self._refuse(
+            protocol.ERR_UNAUTHORIZED,
+            "this node's credential was revoked or replaced, or the node was deleted",
+            protocol.CLOSE_UNAUTHORIZED,
+        )
 
     async def _handle(self, frame: dict[str, Any]) -> None:
         kind = frame["type"]
         node = self.node
         assert node is not None
-        if kind == "hello":
-            await self._on_hello(frame)
-            return
-        if kind == "ack":
-            self.processed = frame["seq"]
-            return
-        if kind == "error":
-            logger.warning("agent of %s reports %s: %s", node.name, frame["code"], frame["message"])
-        elif kind == "run_state":
-            await self._on_run_state(frame)
-        elif kind == "log":
-            await self._on_log(frame)
-        elif kind == "usage":
-            await self._on_usage(frame)
+        if kind == "run_state":
+            await self._on_run_state(frame)  # checks its body itself: an exit is never lost
+        else:
+            body = _body(frame)
+            if kind == "hello":
+                await self._on_hello(body)
+                return
+            if kind == "ack":
+                self.processed = frame["seq"]
+                return
+            if kind == "error":
+                logger.warning("agent of %s reports %s: %s", node.name, body.code, body.message)
+            elif kind == "log":
+                await self._on_log(body)
+            elif kind == "usage":
+                await self._on_usage(body)
         self.processed = frame["seq"]
         await self._alive(force=kind == "heartbeat")
         await self._send_frame("ack")
@@ -208,73 +279,96 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if force or now - self.last_alive >= HEARTBEAT_EVERY:
             self.last_alive = now
             assert self.node is not None
-            await database_sync_to_async(services.record_heartbeat)(self.node)
+            if not await database_sync_to_async(services.record_heartbeat)(self.node):
+                await self._revoked()
+                return
+            if not self.in_group and await self._join_group():
+                # Starts and stops sent while it was out of the group were lost: the agent
+                # connects again and its hello settles what it should run.
+                await self._refuse(
+                    protocol.ERR_UNAVAILABLE,
+                    "the server's channel layer is back: connect again to catch up",
+                    protocol.CLOSE_TRY_AGAIN,
+                )
 
-    async def _on_hello(self, frame: dict[str, Any]) -> None:
+    async def _join_group(self) -> bool:
+        """Join the node's group, through which the server sends starts and stops. While
+        the channel layer (Redis) is down the connection lives without it (its heartbeats
+        keep its runs), and tries again at every sign of life."""
         assert self.node is not None
-        if frame["node"] != self.node.name:
+        self.group = services.node_group(self.node.pk)
+        try:
+            await self.channel_layer.group_add(self.group, self.channel_name)
+        except CHANNEL_LAYER_ERRORS as exc:
+            logger.warning("node %s: cannot join its channel group (%s)", self.node.name, exc)
+            return False
+        self.in_group = True
+        return True
+
+    async def _on_hello(self, body: HelloIn) -> None:
+        assert self.node is not None
+        if body.node != self.node.name:
             await self._refuse(
                 protocol.ERR_FORBIDDEN,
-                f"this credential is node {self.node.name}'s, not {frame['node']!r}'s",
+                f"this credential is node {self.node.name}'s, not {body.node!r}'s",
                 protocol.CLOSE_FORBIDDEN,
             )
-            self.node = None
             return
         # Join the node's group first: what reconcile sends while the hello is handled waits
         # in the channel until the welcome is out (a consumer handles one message at a time).
-        if self.group is None:
-            self.group = node_group(self.node.pk)
-            await self.channel_layer.group_add(self.group, self.channel_name)
+        if not self.in_group:
+            await self._join_group()
         try:
-            welcome = await database_sync_to_async(_hello)(self.node, frame)
+            welcome = await database_sync_to_async(_hello)(self.node, body)
         except ValidationError as exc:
             raise protocol.ProtocolError(protocol.ERR_MALFORMED, "; ".join(exc.messages)) from None
         self.greeted = True
         self.last_alive = time.monotonic()
-        self.processed = frame["seq"]
+        self.processed = self.processed + 1
         await self._send_frame("welcome", **welcome)
 
     async def _on_run_state(self, frame: dict[str, Any]) -> None:
-        state = frame["state"]
-        if state not in protocol.RUN_STATES:
-            raise protocol.ProtocolError(protocol.ERR_MALFORMED, f"unknown run state {state!r}")
-        exit_code = frame.get("exit_code")
-        if exit_code is not None and (
-            not isinstance(exit_code, int) or isinstance(exit_code, bool)
-        ):
-            raise protocol.ProtocolError(protocol.ERR_MALFORMED, "exit_code must be an integer")
-        await database_sync_to_async(reports.run_reported)(
-            node=self.node,
-            run_id=_integer(frame, "run", minimum=1),
-            epoch=_integer(frame, "epoch"),
-            state=state,
-            exit_code=exit_code,
-            signal=frame.get("signal"),
-            reason=frame.get("reason"),
-            at=_time(frame, "at") if frame.get("at") is not None else timezone.now(),
-        )
-
-    async def _on_log(self, frame: dict[str, Any]) -> None:
-        data = frame["data"]
+        body: RunStateIn | None
+        problem: str | None = None
         try:
-            chunk = base64.b64decode(data, validate=True) if isinstance(data, str) else None
+            body = validate(RunStateIn, frame)
+        except SchemaInvalid as exc:
+            body, problem = _salvaged(frame, exc), f"run_state: {exc}"
+        if body is not None:
+            if body.state not in protocol.RUN_STATES:
+                raise protocol.ProtocolError(
+                    protocol.ERR_MALFORMED, f"unknown run state {body.state!r}"
+                )
+            await database_sync_to_async(reports.run_reported)(
+                node=self.node,
+                run_id=body.run,
+                epoch=body.epoch,
+                state=body.state,
+                exit_code=body.exit_code,
+                signal=body.signal,
+                reason=body.reason,
+                at=services.server_time(_time(body.at)),
+            )
+        if problem is not None:
+            raise protocol.ProtocolError(protocol.ERR_MALFORMED, problem)
+
+    async def _on_log(self, body: LogIn) -> None:
+        try:
+            chunk = base64.b64decode(body.data, validate=True)
         except (binascii.Error, ValueError):
-            chunk = None
-        if chunk is None:
-            raise protocol.ProtocolError(protocol.ERR_MALFORMED, "data must be base64 text")
+            raise protocol.ProtocolError(
+                protocol.ERR_MALFORMED, "data must be base64 text"
+            ) from None
         await database_sync_to_async(services.record_log)(
-            node=self.node,
-            run_id=_integer(frame, "run", minimum=1),
-            offset=_integer(frame, "offset"),
-            data=chunk,
+            node=self.node, run_id=body.run, offset=body.offset, data=chunk
         )
 
-    async def _on_usage(self, frame: dict[str, Any]) -> None:
-        gpus, runs = frame["gpus"], frame["runs"]
-        if not isinstance(gpus, list) or not isinstance(runs, list):
-            raise protocol.ProtocolError(protocol.ERR_MALFORMED, "gpus and runs must be lists")
+    async def _on_usage(self, body: UsageIn) -> None:
         await database_sync_to_async(services.record_usage)(
-            node=self.node, at=_time(frame, "at"), gpus=gpus, runs=runs
+            node=self.node,
+            at=services.server_time(_time(body.at)),
+            gpus=body.gpus,
+            runs=body.runs,
         )
 
     # --- channel layer -> agent ----------------------------------------------------------------
@@ -284,3 +378,61 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if self.node is None:
             return
         await self._send_frame(message["frame_type"], **message.get("body", {}))
+
+    async def agent_close(self, message: dict[str, Any]) -> None:
+        """The node's credential was revoked or replaced, or the node deleted
+        (services.agents.node_connections_close): this connection ends now."""
+        if self.node is None:
+            return
+        await self._refuse(
+            protocol.ERR_UNAUTHORIZED, message.get("reason", "credential revoked"),
+            protocol.CLOSE_UNAUTHORIZED,
+        )  # fmt: skip
+
+
+def _time(value: str | None) -> datetime | None:
+    """An ISO time an agent sent; ProtocolError when it is not one."""
+    if value is None:
+        return None
+    try:
+        parsed = parse_datetime(value)
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise protocol.ProtocolError(protocol.ERR_MALFORMED, f"not an ISO time: {value!r}")
+    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
+
+
+def _salvaged(frame: dict[str, Any], exc: SchemaInvalid) -> RunStateIn | None:
+    """What can be kept of a run_state with a bad field: a run that ended still ends (its
+    workload must not stay `running` forever), without the values that were wrong."""
+    try:
+        kept = validate(
+            RunStateIn, {"run": frame.get("run"), "epoch": frame.get("epoch"),
+                         "state": frame.get("state")},
+        )  # fmt: skip
+    except SchemaInvalid:
+        return None
+    if kept.state not in (protocol.RUN_EXITED, protocol.RUN_START_FAILED):
+        return None
+    reason = f"the agent's report of how it ended was invalid ({exc})"
+    return kept.model_copy(
+        update={"state": protocol.RUN_START_FAILED, "reason": reason[:MAX_REASON]}
+    )
+
+
+class FramePace:
+    """A token bucket: `rate` frames a second, `burst` at once. A frame over it waits (the
+    agent's frames queue up behind it); nothing is dropped."""
+
+    def __init__(self, *, rate: float, burst: float) -> None:
+        self.rate, self.burst = rate, burst
+        self.tokens, self.at = burst, time.monotonic()
+
+    def wait(self) -> float:
+        """Seconds to wait before handling the next frame (0 within the rate)."""
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        self.tokens -= 1
+        return 0.0 if self.tokens >= 0 else -self.tokens / self.rate

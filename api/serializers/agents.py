@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from api.fields import (
+    StrictBooleanField,
     StrictCharField,
     StrictFloatField,
     StrictIntegerField,
@@ -42,6 +43,11 @@ class AgentRegisterSerializer(StrictInputSerializer):
     capabilities = serializers.DictField(
         required=False, default=dict, help_text='What it can run, e.g. {"containers": true}.'
     )
+    node_token = StrictCharField(
+        max_length=128, required=False, default="",
+        help_text="The node's current credential: needed to register a node that has one "
+        "again (or an admin revokes it first).",
+    )  # fmt: skip
 
 
 class AgentRegisteredSerializer(serializers.Serializer):
@@ -69,7 +75,8 @@ class JoinTokenSerializer(serializers.Serializer):
     last_used_at = serializers.DateTimeField(
         allow_null=True, help_text="When a node last registered with it."
     )
-    state = serializers.CharField(help_text="active, expired or revoked.")
+    single_use = serializers.BooleanField(help_text="Used up by the first node it registers.")
+    state = serializers.CharField(help_text="active, expired, used or revoked.")
 
 
 class JoinTokenCreatedSerializer(JoinTokenSerializer):
@@ -87,8 +94,11 @@ class JoinTokenCreateSerializer(StrictInputSerializer):
     )
     expires_in = StrictIntegerField(
         min_value=60, max_value=366 * 86400, required=False, allow_null=True, default=None,
-        help_text="Seconds until it stops working (none: until revoked).",
+        help_text="Seconds until it stops working (default: JOIN_TOKEN_TTL, a day).",
     )  # fmt: skip
+    single_use = StrictBooleanField(
+        required=False, default=False, help_text="Used up by the first node it registers."
+    )
 
 
 class GpuSampleSerializer(serializers.Serializer):

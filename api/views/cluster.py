@@ -116,6 +116,7 @@ class PoolViewSet(ApiViewSet):
             by=request.user,
             description=attrs["description"],
             expires_at=timezone.now() + timedelta(seconds=expires_in) if expires_in else None,
+            single_use=attrs["single_use"],
         )
         command = agents.agent_command_line(server=request.build_absolute_uri("/"), join_token=raw)
         data = {**self._token_data(token), "token": raw, "command": command}
@@ -224,3 +225,16 @@ class NodeViewSet(ApiViewSet):
     @action(detail=True, methods=["post"])
     def drain(self, request, name=None):
         return self._show(cluster.node_drain(user=request.user, node=self.get_object()))
+
+    @extend_schema(
+        summary="Revoke the node's agent credential (system admins)",
+        description="Its agent is refused and its open connections are closed at once; it "
+        "may register again with a join token. Its runs fence themselves if it stays away.",
+        request=None,
+        responses={200: NodeSerializer},
+    )
+    @action(detail=True, methods=["post"], url_path="revoke-credential")
+    def revoke_credential(self, request, name=None):
+        node = self.get_object()
+        agents.node_credential_revoke(node=node, by=request.user)
+        return self._show(node)

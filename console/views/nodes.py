@@ -15,12 +15,17 @@ from scheduler_core.models import Node, PodRun, Workload
 from scheduler_core.models.agents import LIVE_RUN_STATES
 from scheduler_core.selectors.agents import IDLE_UTILIZATION
 from scheduler_core.selectors.gpu_map import gpu_map, with_usage
+from scheduler_core.services import agents as agent_services
 from scheduler_core.services import cluster as cluster_services
 
 ACTIONS = {
     "cordon": (cluster_services.node_cordon, "{name} is cordoned: no new pods land on it."),
     "uncordon": (cluster_services.node_uncordon, "{name} takes pods again."),
     "drain": (cluster_services.node_drain, "{name} is drained: its workloads were re-queued."),
+    "revoke-credential": (
+        lambda *, user, node: agent_services.node_credential_revoke(node=node, by=user),
+        "{name}'s agent credential is revoked: its agent is disconnected until it registers again.",
+    ),
 }
 
 
@@ -88,4 +93,6 @@ def node_action(request, pk: int, action: str):
     service, message = ACTIONS[action]
     service(user=request.user, node=node)
     messages.success(request, message.format(name=node.name))
+    if action == "revoke-credential":
+        return redirect("console:node_detail", pk=node.pk)
     return redirect("console:nodes")

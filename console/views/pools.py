@@ -134,6 +134,7 @@ def join_token_create(request, pk: int):
         by=request.user,
         description=form.cleaned_data["description"],
         expires_at=timezone.now() + timedelta(seconds=expires_in) if expires_in else None,
+        single_use=form.cleaned_data["single_use"],
     )
     command = agents.agent_command_line(server=request.build_absolute_uri("/"), join_token=raw)
     return _pool_page(request, pool, new_join_token=raw, agent_command=command)

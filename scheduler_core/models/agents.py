@@ -25,6 +25,9 @@ class JoinToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    single_use = models.BooleanField(
+        default=False, help_text="Used up by the first node it registers."
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -4,6 +4,7 @@ registration endpoint only translate frames and requests into these calls."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections import Counter
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -32,12 +35,13 @@ from scheduler_core.models import (
     RunUsageSample,
 )
 from scheduler_core.models.accounts import hash_token
+from scheduler_core.schemas.agents import GpuUsage, NodeFactsIn, RunUsage
+from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.services.cluster import node_mark_reachable
 from scheduler_core.services.errors import (
     Conflict,
     FieldErrors,
     check_slug_name,
-    require_non_negative,
 )
 
 JOIN_TOKEN_PREFIX = "fwj_"
@@ -46,6 +50,9 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 PRUNE_EVERY = 60.0  # seconds between two deletions of old usage samples (per process)
 LOG_MESSAGE = "workload.log"  # channel layer type of a live log chunk (console consumer)
 MIN_FENCE_AFTER = 10
+CLOSE_MESSAGE = "agent.close"  # channel layer type: the consumer closes (AgentConsumer.agent_close)
+
+logger = logging.getLogger(__name__)
 
 
 class JoinTokenInvalid(Exception):
@@ -70,13 +77,21 @@ def _raw(prefix: str) -> str:
 
 
 def join_token_create(
-    *, pool: NodePool, by, description: str = "", expires_at: datetime | None = None
+    *,
+    pool: NodePool,
+    by,
+    description: str = "",
+    expires_at: datetime | None = None,
+    single_use: bool = False,
 ) -> tuple[JoinToken, str]:
-    """A token that lets agents register nodes in `pool`; the raw token is returned once.
-    `by` None: the operator at the server's shell (manage.py agent_token)."""
+    """A token that lets agents register nodes in `pool` until `expires_at` (default:
+    JOIN_TOKEN_TTL seconds from now), once only when `single_use`; the raw token is returned
+    once. `by` None: the operator at the server's shell (manage.py agent_token)."""
     if by is not None:
         access.require_system_admin(by, "create join tokens")
     errors = FieldErrors()
+    if expires_at is None:
+        expires_at = timezone.now() + timedelta(seconds=float(settings.JOIN_TOKEN_TTL))
     description = (description or "").strip()
     if len(description) > 255:
         errors.add("description", "at most 255 characters")
@@ -91,6 +106,7 @@ def join_token_create(
         prefix=raw[:12],
         created_by=by,
         expires_at=expires_at,
+        single_use=single_use,
     )
     return token, raw
 
@@ -106,9 +122,10 @@ def join_token_revoke(*, token: JoinToken, by) -> JoinToken:
 
 
 def join_token_state(token: JoinToken, now: datetime | None = None) -> str:
-    """`active`, `expired` or `revoked`."""
+    """`active`, `expired`, `used` (a single-use token that registered a node) or
+    `revoked`."""
     if token.revoked_at is not None:
-        return "revoked"
+        return "used" if token.single_use and token.revoked_at == token.last_used_at else "revoked"
     if token.expires_at is not None and token.expires_at <= (now or timezone.now()):
         return "expired"
     return "active"
@@ -151,39 +168,15 @@ class NodeFacts:
     capabilities: dict[str, Any]
 
 
-def check_devices(errors: FieldErrors, devices: Any) -> None:
-    """Devices are `[{index, uuid, model, memory_mib}]` with distinct indices."""
-    if not isinstance(devices, list):
-        errors.add("devices", "must be a list of GPUs")
-        return
-    seen: set[int] = set()
-    for i, device in enumerate(devices):
-        index = device.get("index") if isinstance(device, dict) else None
-        if (
-            not isinstance(device, dict)
-            or not isinstance(index, int)
-            or isinstance(index, bool)
-            or index < 0
-            or not isinstance(device.get("model", ""), str)
-            or not isinstance(device.get("uuid", ""), str)
-        ):
-            errors.add(f"devices[{i}]", "a GPU is {index: int >= 0, uuid, model, memory_mib}")
-        elif index in seen:
-            errors.add(f"devices[{i}]", f"GPU index {index} is listed twice")
-        else:
-            seen.add(index)
-
-
 def _check_facts(errors: FieldErrors, facts: NodeFacts) -> None:
-    check_devices(errors, facts.devices)
-    require_non_negative(errors, "cpu", facts.cpu)
-    require_non_negative(errors, "memory_gib", facts.memory_gib)
-    if not isinstance(facts.capabilities, dict):
-        errors.add("capabilities", "must be an object")
-    if not isinstance(facts.address, str) or len(facts.address) > 255:
-        errors.add("address", "a host name or address (at most 255 characters)")
-    if not isinstance(facts.agent_version, str) or len(facts.agent_version) > 32:
-        errors.add("agent_version", "at most 32 characters")
+    """The facts against the one schema of what an agent says about its machine
+    (schemas.agents.NodeFactsIn): finite numbers within range, at most MAX_DEVICES GPUs."""
+    try:
+        validate(NodeFactsIn, facts.__dict__)
+    except SchemaInvalid as exc:
+        for field, messages in exc.by_field().items():
+            for message in messages:
+                errors.add(field, message)
 
 
 def _apply_facts(node: Node, facts: NodeFacts) -> None:
@@ -212,9 +205,13 @@ def agent_register(
     memory_gib: float,
     agent_version: str,
     capabilities: dict[str, Any] | None = None,
+    node_token: str = "",
 ) -> tuple[Node, str]:
     """Create the node `hostname` in the join token's pool (or update the pool's node of that
-    name) and give it a new credential, returned raw once; the old one stops working."""
+    name) and give it a new credential, returned raw once; the old one stops working and its
+    connections are closed. Taking over a node that has a valid credential needs that
+    credential (`node_token`); without one an admin revokes it first (node_credential_revoke).
+    A single-use join token is used up."""
     facts = NodeFacts(address, devices, cpu, memory_gib, agent_version, capabilities or {})
     errors = FieldErrors()
     check_slug_name(errors, hostname)
@@ -231,17 +228,37 @@ def agent_register(
             )
         if node is None:
             node = Node(pool=token.pool, name=hostname)
+        else:
+            _check_takeover(node, node_token)
         _apply_facts(node, facts)
         node.last_heartbeat = timezone.now()
         node.save()
         raw = _raw(NODE_TOKEN_PREFIX)
-        NodeCredential.objects.filter(node=node).delete()
+        if NodeCredential.objects.filter(node=node).delete()[0]:
+            node_connections_close(node.pk, f"node {node.name} registered again")
         NodeCredential.objects.create(node=node, key_hash=hash_token(raw), prefix=raw[:12])
         token.last_used_at = timezone.now()
-        token.save(update_fields=["last_used_at"])
+        if token.single_use:
+            token.revoked_at = token.last_used_at  # used up
+        token.save(update_fields=["last_used_at", "revoked_at"])
         request_cycle()
     node.pool = token.pool
     return node, raw
+
+
+def _check_takeover(node: Node, node_token: str) -> None:
+    """A join token alone may register a node of an existing name only when that node has
+    no valid credential (never registered, or an admin revoked it): else it must present
+    the node's own credential, so a join token cannot steal a node's identity."""
+    current = NodeCredential.objects.filter(node=node, revoked_at__isnull=True).first()
+    if current is None or (node_token and hash_token(node_token) == current.key_hash):
+        return
+    raise Conflict(
+        {
+            "hostname": f"node {node.name!r} is registered: present its credential "
+            "(node_token), or ask an admin to revoke it first"
+        }
+    )
 
 
 def node_update_facts(*, node: Node, facts: NodeFacts, max_epoch: int = 0) -> Node:
@@ -265,8 +282,9 @@ def node_update_facts(*, node: Node, facts: NodeFacts, max_epoch: int = 0) -> No
 # --- credentials ------------------------------------------------------------------------------
 
 
-def node_for_credential(raw: str) -> Node | None:
-    """The node whose agent presents `raw`, or None (unknown or revoked credential)."""
+def node_for_credential(raw: str) -> tuple[Node, int] | None:
+    """The node whose agent presents `raw` and the credential's id, or None (unknown or
+    revoked credential)."""
     if not isinstance(raw, str) or not raw.startswith(NODE_TOKEN_PREFIX):
         return None
     credential = (
@@ -279,14 +297,52 @@ def node_for_credential(raw: str) -> Node | None:
     now = timezone.now()
     if credential.last_used_at is None or now - credential.last_used_at >= LAST_USED_RESOLUTION:
         NodeCredential.objects.filter(pk=credential.pk).update(last_used_at=now)
-    return credential.node
+    return credential.node, credential.pk
 
 
-def node_credential_revoke(node: Node) -> None:
-    """The node's agent is refused from now on (until it registers again with a join token)."""
-    NodeCredential.objects.filter(node=node, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
-    )
+def credential_is_valid(credential_id: int) -> bool:
+    """Whether an open connection's credential still stands (not revoked, not replaced by
+    a new registration, its node not deleted)."""
+    return NodeCredential.objects.filter(pk=credential_id, revoked_at__isnull=True).exists()
+
+
+def node_credential_revoke(*, node: Node, by=None) -> bool:
+    """The node's agent is refused from now on, its open connections closed (until it
+    registers again with a join token); False when it had no valid credential. `by` None:
+    the operator at the server's shell (manage.py agent_revoke)."""
+    if by is not None:
+        access.require_system_admin(by, "revoke node credentials")
+    with transaction.atomic():
+        revoked = NodeCredential.objects.filter(node=node, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        node_connections_close(node.pk, f"node {node.name}'s credential was revoked")
+    return bool(revoked)
+
+
+def node_group(node_id: int) -> str:
+    """The channel layer group of node `node_id`'s agent connections: the consumer joins
+    it; starts and stops (runtime.executors.agent.channel) and closes go through it."""
+    return f"agents.node.{node_id}"
+
+
+def node_connections_close(node_id: int, reason: str) -> None:
+    """Close the node's open agent connections once the current transaction commits (its
+    credential was revoked or replaced, or it was deleted). Connections this misses (the
+    channel layer is down) find out at their next credential check."""
+
+    def close() -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        try:
+            async_to_sync(layer.group_send)(
+                node_group(node_id), {"type": CLOSE_MESSAGE, "reason": reason}
+            )
+        except Exception:  # a failure here never breaks the write; the re-check catches up
+            logger.warning("could not close node %s's connections now", node_id, exc_info=True)
+
+    transaction.on_commit(close)
 
 
 # --- reports ---------------------------------------------------------------------------------
@@ -337,9 +393,15 @@ def record_log(*, node: Node, run_id: int, offset: int, data: bytes) -> int:
         new = data[stored - offset :]
         if not new:
             return stored
-        LogChunk.objects.create(run=run, offset=stored, data=new)
-        run.log_size = stored + len(new)
+        kept = _within_log_cap(stored, new)
+        # past the cut, the count follows the agent's bytes (its offsets stay right)
+        run.log_size = max(stored + len(new), stored + len(kept))
+        new = kept
+        if new:
+            LogChunk.objects.create(run=run, offset=stored, data=new)
         run.save(update_fields=["log_size"])
+        if not new:
+            return run.log_size
         group = group_name("workload", run.workload_id)
         send_after_commit(
             [
@@ -363,48 +425,61 @@ def record_log(*, node: Node, run_id: int, offset: int, data: bytes) -> int:
     return run.log_size
 
 
-def _number(value: Any, what: str) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise ReportRefused(protocol.ERR_MALFORMED, f"{what} must be a number, got {value!r}")
-    return float(value)
+def log_cap() -> int:
+    """Bytes of one run's output the server stores (AGENT_LOG_MAX_BYTES)."""
+    return int(settings.AGENT_LOG_MAX_BYTES)
+
+
+def _within_log_cap(stored: int, new: bytes) -> bytes:
+    """The part of `new` (bytes from `stored` on) that is kept: up to the cap, then one
+    line saying where the log was cut; nothing after it. The run's byte count still moves
+    on, so the agent's offsets stay right."""
+    cap = log_cap()
+    if stored > cap:
+        return b""
+    if stored + len(new) <= cap:
+        return new
+    note = (
+        f"\n[fairway: the log is cut here, at {cap} bytes (AGENT_LOG_MAX_BYTES); "
+        "the rest of this run's output is not stored]\n"
+    )
+    return new[: cap - stored] + note.encode()
+
+
+def server_time(at: datetime | None) -> datetime:
+    """An agent's time as the server stores it: never after the server's clock, never
+    before AGENT_USAGE_RETENTION ago (a node's clock, or its claims, may be off)."""
+    now = timezone.now()
+    if at is None:
+        return now
+    oldest = now - timedelta(seconds=float(settings.AGENT_USAGE_RETENTION))
+    return min(max(at, oldest), now)
 
 
 _last_prune = 0.0
 
 
 def record_usage(
-    *, node: Node, at: datetime, gpus: Sequence[dict[str, Any]], runs: Sequence[dict[str, Any]]
+    *, node: Node, at: datetime, gpus: Sequence[GpuUsage], runs: Sequence[RunUsage]
 ) -> None:
-    """Store one usage report: a sample per GPU and per run of the node. Samples older than
-    AGENT_USAGE_RETENTION seconds are deleted (at most once a minute per process)."""
-    try:
-        gpu_rows = [
-            GpuSample(
-                node=node,
-                index=int(_number(g["index"], "gpus[].index")),
-                at=at,
-                utilization=_number(g.get("utilization", 0), "gpus[].utilization"),
-                memory_used_mib=_number(g.get("memory_used_mib", 0), "gpus[].memory_used_mib"),
-                memory_total_mib=_number(g.get("memory_total_mib", 0), "gpus[].memory_total_mib"),
-            )
-            for g in gpus
-        ]
-        by_run = {
-            int(_number(r["run"], "runs[].run")): (
-                _number(r.get("cpu_percent", 0), "runs[].cpu_percent"),
-                _number(r.get("rss_mib", 0), "runs[].rss_mib"),
-            )
-            for r in runs
-        }
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ReportRefused(protocol.ERR_MALFORMED, f"usage: bad entry ({exc!r})") from None
+    """Store one usage report (checked by schemas.agents.UsageIn): a sample per GPU and per
+    run of the node, dated by the server's clock at the latest (server_time). Samples older
+    than AGENT_USAGE_RETENTION seconds are deleted (at most once a minute per process)."""
+    at = server_time(at)
+    by_run = {r.run: r for r in runs}
     known = set(PodRun.objects.filter(node=node, pk__in=by_run).values_list("pk", flat=True))
     with transaction.atomic():
-        GpuSample.objects.bulk_create(gpu_rows)
+        GpuSample.objects.bulk_create(
+            GpuSample(
+                node=node, index=g.index, at=at, utilization=g.utilization,
+                memory_used_mib=g.memory_used_mib, memory_total_mib=g.memory_total_mib,
+            )
+            for g in gpus
+        )  # fmt: skip
         RunUsageSample.objects.bulk_create(
-            RunUsageSample(run_id=run_id, at=at, cpu_percent=cpu, rss_mib=rss)
-            for run_id, (cpu, rss) in by_run.items()
-            if run_id in known
+            RunUsageSample(run_id=r.run, at=at, cpu_percent=r.cpu_percent, rss_mib=r.rss_mib)
+            for r in by_run.values()
+            if r.run in known
         )
     _prune_usage()
 
@@ -420,9 +495,11 @@ def _prune_usage() -> None:
     RunUsageSample.objects.filter(at__lt=cutoff).delete()
 
 
-def record_heartbeat(node: Node) -> None:
+def record_heartbeat(node: Node) -> bool:
     """The node's agent is alive: a node that was unreachable, or down because it fell
-    silent, is ready again."""
-    Node.objects.filter(pk=node.pk).update(last_heartbeat=timezone.now())
+    silent, is ready again. False when the node no longer exists (deleted)."""
+    if not Node.objects.filter(pk=node.pk).update(last_heartbeat=timezone.now()):
+        return False
     if Node.objects.filter(pk=node.pk, state__in=(NodeState.UNREACHABLE, NodeState.DOWN)).exists():
         node_mark_reachable(node=node, reason=f"node {node.name}'s agent is back")
+    return True

@@ -21,6 +21,7 @@ from scheduler_core.models import (
     Workload,
     WorkloadCandidatePool,
 )
+from scheduler_core.services.agents import node_connections_close
 from scheduler_core.services.errors import Conflict
 from scheduler_core.services.org import require_manager
 
@@ -92,5 +93,6 @@ def node_delete(*, user, node: Node) -> None:
         node = Node.objects.select_for_update().get(pk=node.pk)
         if Allocation.objects.filter(node=node).exists():
             raise ResourceInUse(f"node {node} still runs pods: drain it first")
+        node_connections_close(node.pk, f"node {node.name} was deleted")
         node.delete()
         request_cycle()

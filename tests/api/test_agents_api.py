@@ -46,16 +46,17 @@ def test_an_agent_registers_its_node_and_gets_a_credential(agent_pool):
     node = Node.objects.get(name="gpu-a")
     assert node.pool == agent_pool and node.gpu_count == 2 and node.gpu_model == "H100"
     assert node.cpu == 32 and node.memory == 256 and node.labels["containers"] == "false"
-    assert node_for_credential(body["node_token"]) == node
+    assert node_for_credential(body["node_token"]) == (node, node.credential.pk)
 
 
 def test_registering_again_updates_the_node_and_replaces_its_credential(agent_pool):
     _, join = join_token_create(pool=agent_pool, by=None)
     first = _register(join).json()["node_token"]
-    second = _register(join, cpu=64, devices=[]).json()["node_token"]
+    second = _register(join, cpu=64, devices=[], node_token=first).json()["node_token"]
     node = Node.objects.get(name="gpu-a")
     assert node.cpu == 64 and node.gpu_count == 0
-    assert node_for_credential(first) is None and node_for_credential(second) == node
+    assert node_for_credential(first) is None
+    assert node_for_credential(second) == (node, node.credential.pk)
     assert NodeCredential.objects.filter(node=node).count() == 1
 
 

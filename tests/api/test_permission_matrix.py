@@ -139,6 +139,7 @@ ROUTES: list[Route] = [
     admin_only("post", "/api/v1/nodes/gpu-1/cordon/"),
     admin_only("post", "/api/v1/nodes/gpu-1/uncordon/"),
     admin_only("post", "/api/v1/nodes/gpu-1/drain/"),
+    admin_only("post", "/api/v1/nodes/gpu-1/revoke-credential/"),
     admin_only("delete", "/api/v1/nodes/gpu-2/", ok=204),
     # node agents: the join token authenticates a registration, whoever sends it
     Route("post", "/api/v1/agents/register/", AGENT, 401, 401, 401, 401, 401),

@@ -21,14 +21,21 @@ class Command(BaseCommand):
         parser.add_argument("--description", default="", help="What the token is for.")
         parser.add_argument(
             "--expires-in", type=int, default=None, metavar="SECONDS",
-            help="Seconds until the token stops working (default: until revoked).",
+            help="Seconds until the token stops working (default: JOIN_TOKEN_TTL, a day).",
+        )  # fmt: skip
+        parser.add_argument(
+            "--single-use", action="store_true",
+            help="The token is used up by the first node it registers.",
         )  # fmt: skip
         parser.add_argument(
             "--server", default="http://localhost:8000",
             help="The server's URL as nodes reach it (default: http://localhost:8000).",
         )  # fmt: skip
 
-    def handle(self, *args, pool: str, description: str, expires_in, server: str, **options):
+    def handle(
+        self, *args, pool: str, description: str, expires_in, server: str, single_use: bool,
+        **options,
+    ):  # fmt: skip
         found = NodePool.objects.filter(name=pool).first()
         if found is None:
             names = ", ".join(NodePool.objects.values_list("name", flat=True)) or "none yet"
@@ -36,11 +43,13 @@ class Command(BaseCommand):
         if expires_in is not None and expires_in < 1:
             raise CommandError("--expires-in must be 1 second or more")
         expires_at = timezone.now() + timedelta(seconds=expires_in) if expires_in else None
-        _, raw = join_token_create(
-            pool=found, by=None, description=description, expires_at=expires_at
-        )
+        token, raw = join_token_create(
+            pool=found, by=None, description=description, expires_at=expires_at,
+            single_use=single_use,
+        )  # fmt: skip
         self.stdout.write(f"Join token for pool {found.name} (shown only now): {raw}")
-        if expires_at is not None:
-            self.stdout.write(f"It expires at {expires_at.isoformat(timespec='seconds')}.")
+        assert token.expires_at is not None
+        once = " It registers one node only." if single_use else ""
+        self.stdout.write(f"It expires at {token.expires_at.isoformat(timespec='seconds')}.{once}")
         self.stdout.write("On the node, run:")
         self.stdout.write(f"  {agent_command_line(server=server, join_token=raw)}")

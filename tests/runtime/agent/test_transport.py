@@ -103,7 +103,7 @@ def test_hello_is_welcomed_with_the_runs_to_keep_and_the_intervals(register, set
 def test_a_bad_credential_is_closed_with_4401_and_a_reason(register, which):
     node, token = register()
     if which == "revoked":
-        node_credential_revoke(node)
+        node_credential_revoke(node=node)
     credential = {"wrong": "fwn_nope", "revoked": token, "missing": None}[which]
 
     async def body():

@@ -4,18 +4,18 @@ executor after commit), which the consumer numbers and sends."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from scheduler_core.services.agents import node_group
+
+logger = logging.getLogger(__name__)
+
 # The channel layer message type the consumer handles (AgentConsumer.agent_send).
 SEND_TYPE = "agent.send"
-
-
-def node_group(node_id: int) -> str:
-    """The channel layer group of the agent connection of node `node_id`."""
-    return f"agents.node.{node_id}"
 
 
 def send_now(node_id: int, type: str, body: dict[str, Any]) -> None:
@@ -24,6 +24,9 @@ def send_now(node_id: int, type: str, body: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    async_to_sync(layer.group_send)(
-        node_group(node_id), {"type": SEND_TYPE, "frame_type": type, "body": body}
-    )
+    try:
+        async_to_sync(layer.group_send)(
+            node_group(node_id), {"type": SEND_TYPE, "frame_type": type, "body": body}
+        )
+    except Exception:  # Redis down: the write stands; the agent's next hello catches up
+        logger.warning("could not send %s to node %s now", type, node_id, exc_info=True)

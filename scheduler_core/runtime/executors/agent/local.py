@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from scheduler_core.choices import Backend
-from scheduler_core.models import JoinToken, NodePool
-from scheduler_core.services.agents import join_token_create
+from scheduler_core.models import JoinToken, Node, NodePool
+from scheduler_core.services.agents import join_token_create, node_credential_revoke
 
 LOCAL_POOL = "local"
 FAKE_GPUS = 2  # what a machine without NVIDIA GPUs offers, so the demo still runs pods
@@ -67,6 +67,12 @@ def prepare_local_agent(state_dir: Path) -> LocalAgent:
             pool=pool, description=DESCRIPTION, revoked_at__isnull=True
         ).delete()
         _, raw = join_token_create(pool=pool, by=admin, description=DESCRIPTION)
+        if not (state_dir / "node_token.json").exists():
+            # its credential is gone with its state: the operator running this machine's
+            # own agent takes its node over (a join token alone may not)
+            local = Node.objects.filter(pool=pool, name=node_name()).first()
+            if local is not None:
+                node_credential_revoke(node=local)
     state_dir.mkdir(parents=True, exist_ok=True)
     return LocalAgent(
         state_dir=state_dir,

@@ -1,0 +1,1 @@
+"""Executors: the backends that run placed pods (one package each)."""

@@ -1,6 +1,6 @@
 """Fairway on Slurm against Slurm alone, side by side on one local Slurm:
 
-    python -m benchmarks.slurm_vs_fairway            # the full slice (about 25 min)
+    python -m benchmarks.slurm_vs_fairway            # the full slice (about 12 min)
     python -m benchmarks.slurm_vs_fairway --quick    # a smaller slice, under 5 minutes
     python -m benchmarks.slurm_vs_fairway --trace PATH --team-nodes PATH
 
@@ -43,8 +43,10 @@ from scheduler_core.whatif.traces import (
 )
 
 TRACES = ROOT.parent / "shared" / "traces"
-FULL = {"start": "2017-10-25T23:30", "hours": 4.0, "nodes": 8, "cap_hours": 3.0}
-QUICK = {"start": "2017-10-26T05:00", "hours": 1.5, "nodes": 4, "cap_hours": 1.0}
+# windows with several teams over their share, multi-GPU gangs, and a median job long
+# enough (about 1,000 s, 10 s at 100x) for Slurm's one-second tick
+FULL = {"start": "2017-10-05T14:30", "hours": 4.0, "nodes": 8, "cap_hours": 3.0}
+QUICK = {"start": "2017-10-23T07:30", "hours": 1.0, "nodes": 4, "cap_hours": 1.0}
 
 
 def log(text: str) -> None:

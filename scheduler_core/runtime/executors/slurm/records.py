@@ -185,6 +185,8 @@ class SlurmJob:
     started_at: datetime | None = None
     ended_at: datetime | None = None
     stdout: str = ""
+    required_nodes: tuple[str, ...] = ()
+    asked: tuple[Gres, ...] = ()  # the GPUs it asks per node (`tres_per_node`)
 
     @property
     def root_id(self) -> int:
@@ -202,6 +204,20 @@ class SlurmJob:
     @property
     def ended(self) -> bool:
         return self.state in ENDED_STATES
+
+    @property
+    def held(self) -> bool:
+        """Pending because it was submitted held (waiting for its release)."""
+        return self.pending and self.reason in ("JobHeldUser", "JobHeldAdmin")
+
+    @property
+    def pinned_gpus(self) -> tuple[int, ...]:
+        """The exact GPU indices it asks on each node (`gpu:g3:1`), if it asks exact ones."""
+        return gpu_indices(self.asked)
+
+    @property
+    def gpus_per_node(self) -> int:
+        return sum(g.count for g in self.asked)
 
 
 def _time(value: Any) -> datetime | None:
@@ -240,6 +256,12 @@ def parse_job(raw: Mapping[str, Any]) -> SlurmJob:
         started_at=_time(raw.get("start_time")),
         ended_at=_time(raw.get("end_time")),
         stdout=str(raw.get("standard_output") or ""),
+        required_nodes=tuple(expand(str(raw.get("required_nodes") or ""))),
+        asked=tuple(
+            g
+            for g in parse_gres(str(raw.get("tres_per_node") or "").replace("gres:", ""))
+            if g.name == "gpu"
+        ),
     )
 
 

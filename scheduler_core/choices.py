@@ -12,10 +12,14 @@ class Policy(models.TextChoices):
 
 
 class Backend(models.TextChoices):
-    """What runs a pool's pods (docs/agent.md)."""
+    """What runs a pool's pods: each backend is served by the executor registered for it
+    in scheduler_core.runtime.registry (docs/executors.md)."""
 
     SIMULATED = "simulated", "Simulated (runs end after their duration)"
     AGENT = "agent", "Node agents (real processes)"
+
+
+DEFAULT_BACKEND = Backend.SIMULATED
 
 
 class Placement(models.TextChoices):
@@ -77,7 +81,9 @@ class EventType(models.TextChoices):
 
     SUBMITTED = "submitted", "Submitted"
     ALLOCATED = "allocated", "Allocated"
+    RUNNING = "running", "Running"
     PREEMPTED = "preempted", "Preempted"
+    RUN_FAILED = "run_failed", "Run failed"
     MOVED = "moved", "Moved"
     SHRUNK = "shrunk", "Shrunk"
     EXPANDED = "expanded", "Expanded"

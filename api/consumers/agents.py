@@ -9,8 +9,8 @@
   repeat (seq not above the last processed) is only acknowledged again; a gap or a malformed
   frame gets an `error` and the connection stays, so nothing already sent is lost.
 - `hello` updates the node's facts, asks the lifecycle which runs to keep
-  (runtime.agent.reports.agent_hello) and is answered by `welcome`; then the connection
-  joins the node's group (runtime.agent.channel), whose `agent.send` messages go out as
+  (runtime.executors.agent.reports.agent_hello) and is answered by `welcome`; then the connection
+  joins the node's group (runtime.executors.agent.channel), whose `agent.send` messages go out as
   numbered frames. `run_state` goes to the lifecycle (reports.run_reported); `log`,
   `usage` and `heartbeat` are stored by services.agents. Every frame counts as a sign of
   life.
@@ -33,8 +33,8 @@ from django.utils.dateparse import parse_datetime
 from fairway_agent import protocol
 
 from scheduler_core.models import Node, PodRun
-from scheduler_core.runtime.agent import reports
-from scheduler_core.runtime.agent.channel import node_group
+from scheduler_core.runtime.executors.agent import reports
+from scheduler_core.runtime.executors.agent.channel import node_group
 from scheduler_core.services import agents as services
 
 logger = logging.getLogger(__name__)
@@ -280,7 +280,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
     # --- channel layer -> agent ----------------------------------------------------------------
 
     async def agent_send(self, message: dict[str, Any]) -> None:
-        """A message for the agent (runtime.agent.channel.send_to_node): number and send it."""
+        """A message for the agent (runtime.executors.agent.channel.send_now): send it."""
         if self.node is None:
             return
         await self._send_frame(message["frame_type"], **message.get("body", {}))

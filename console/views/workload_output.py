@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduler_core.choices import Backend
 from scheduler_core.models import Allocation, NodePool, PodRun, RunUsageSample, Workload
 from scheduler_core.models.agents import LIVE_RUN_STATES
+from scheduler_core.runtime.executor import Capability
+from scheduler_core.runtime.registry import backends_with
 from scheduler_core.selectors.agents import (
     DeviceUsage,
     PodLog,
@@ -56,11 +57,12 @@ def pod_panels(workload: Workload, allocations: list[Allocation]) -> list[PodPan
     for pod, runs in pod_runs_of(workload).items():
         panels[pod] = PodPanel(pod=pod, runs=runs)
     backends = pool_backends(allocations)
+    simulated = backends_with(Capability.KNOWS_RUN_ENDS)
     for a in allocations:
         pod = f"{a.group}-{a.pod_index}"
         panel = panels.setdefault(pod, PodPanel(pod=pod))
         panel.allocation = a
-        panel.simulated = backends[a.node.pool_id] == Backend.SIMULATED
+        panel.simulated = backends[a.node.pool_id] in simulated
     usage = device_usage({a.node_id for a in allocations})
     newest = [p.run.pk for p in panels.values() if p.run is not None and p.live]
     run_usage = latest_run_usage(newest)

@@ -37,13 +37,15 @@ from scheduler_core.engine import (
     Move,
     PodPlacement,
     Shrink,
+    transitions,
 )
 from scheduler_core.engine.reasons import room_wait_starts
+from scheduler_core.engine.transitions import Cause
 from scheduler_core.live_events.batch import EventBatch
 from scheduler_core.live_events.other_side import as_seen_by
 from scheduler_core.models import Allocation, Node, Workload
+from scheduler_core.models.versioned import bump_version
 from scheduler_core.runtime.interface import EndedRun, ExecutionBackend, RunEnd
-from scheduler_core.services.runtime import finish_run
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +99,7 @@ class Applier:
         now: datetime,
         backend: ExecutionBackend,
         refresh: RefreshSlice | None = RefreshSlice(),
-        ended: Sequence[EndedRun] = (),
+        ended: Sequence[tuple[EndedRun, WorkloadRow]] = (),
     ) -> None:
         self.live = live
         self.backend = backend
@@ -131,7 +133,7 @@ class Applier:
             ):  # fmt: skip
                 self.node_current[pk] = (version, state)
         ids = {int(d.workload) for d in self.result.decisions}
-        ids.update(run.completion.workload_id for run in self.ended)
+        ids.update(run.workload_id for run, _ in self.ended)
         explained, self.refreshed = self._changed_pending()
         ids.update(int(pk) for pk in explained)
         ids.update(int(pk) for pk in self.result.room_wait_since)
@@ -167,8 +169,8 @@ class Applier:
 
     def run(self) -> ApplyOutcome:
         self._lock()
-        for run in self.ended:
-            self._complete(run)
+        for run, row in self.ended:
+            self._complete(run, row)
         for decision in self.result.decisions:
             pk = int(decision.workload)
             if not self._workload_holds(pk):
@@ -186,15 +188,15 @@ class Applier:
         self._flush()
         return self.outcome
 
-    def _complete(self, ended: EndedRun) -> None:
+    def _complete(self, run: EndedRun, row: WorkloadRow) -> None:
         """A run that ended before the cycle: completed, unless it stopped meanwhile (a
         user cancelled it, its node failed: its GPUs are free anyway)."""
-        run, row = ended.completion, ended.row
         w = self.instances.get(run.workload_id)
         if w is None or w.status != WorkloadStatus.RUNNING or w.started_at != run.started_at:
             return
         self.deleted_allocations.extend(a.pk for a in row.allocations)
-        reason = finish_run(w, finished_at=run.finished_at, duration=ended.progress)
+        reason = transitions.complete(w, at=run.finished_at, progress=run.progress)
+        bump_version(w)  # written in bulk below (models.versioned)
         self.outcome.completed += 1
         self._event(
             EventType.COMPLETED, w, [], pool_id=self._pool_id_of_rows(row.allocations),
@@ -223,8 +225,7 @@ class Applier:
         """A run on `gpus` GPUs in `pool` starts now: the workload is running, or starting
         where the backend waits for its executor; note when it ends, if the backend knows."""
         pool_id = self.live.pool_ids.get(pool)
-        w.status = self.backend.placed_status(pool_id=pool_id)
-        w.started_at = self.now
+        transitions.start(w, status=self.backend.placed_status(pool_id=pool_id), at=self.now)
         end = self.backend.run_started(
             workload_id=w.pk, pool_id=pool_id, spec=row.spec, progress=w.progress_seconds,
             started_at=self.now, gpus=gpus,
@@ -235,11 +236,15 @@ class Applier:
     def _stop_run(self, w: LockedWorkload, row: WorkloadRow) -> None:
         """The current run ends early: keep its last checkpoint, free its pods."""
         self.outcome.stopped_runs.add(w.pk)
-        w.progress_seconds = self.backend.progress_kept(
+        w.progress_seconds = self._kept(row)
+        self.deleted_allocations.extend(a.pk for a in row.allocations)
+
+    def _kept(self, row: WorkloadRow) -> float:
+        """The progress a run stopped now keeps (its last checkpoint)."""
+        return transitions.progress_kept(
             spec=row.spec, progress=row.progress_seconds, started_at=row.started_at,
             stopped_at=self.now,
         )  # fmt: skip
-        self.deleted_allocations.extend(a.pk for a in row.allocations)
 
     def _allocate(self, d: Allocate, w: LockedWorkload, row: WorkloadRow) -> None:
         self._add_pods(w, d.pods, {})
@@ -260,17 +265,12 @@ class Applier:
 
     def _evict(self, d: Evict, w: LockedWorkload, row: WorkloadRow) -> None:
         pool_id = self._pool_id_of_rows(row.allocations)
-        self._stop_run(w, row)
-        w.status = WorkloadStatus.PENDING
-        w.started_at = None
-        w.pending_since = self.now
-        w.queue_position = None
-        if d.reason_kind == EVICT_FAULT:
-            w.restarts += 1
-        else:
-            w.preemptions += 1
-        details: dict[str, Any] = {"kind": d.reason_kind, "by": d.by, "restarts": w.restarts}
-        details["lost_gpu_seconds"] = _lost_gpu_seconds(row, w.progress_seconds, self.now)
+        self.outcome.stopped_runs.add(w.pk)
+        self.deleted_allocations.extend(a.pk for a in row.allocations)
+        cause = Cause.FAULT if d.reason_kind == EVICT_FAULT else Cause.PREEMPTED
+        kept = self._kept(row)
+        details: dict[str, Any] = {"kind": d.reason_kind, "by": d.by}
+        details["lost_gpu_seconds"] = _lost_gpu_seconds(row, kept, self.now)
         if d.by is not None:
             details["by_project_id"] = self._project_of(d.by_id)
         # Whoever sees the workload sees its reason: the other side only if it is its own.
@@ -278,8 +278,11 @@ class Applier:
             {w.project_id}, type=EventType.PREEMPTED, project_id=w.project_id,
             reason=d.reason, details=details,
         )  # fmt: skip
-        w.pending_reason = f"re-queued: {shown}"
-        w.pending_reason_kind = "preempted"
+        # (out of restarts it fails, as the engine's Fail decision that follows says)
+        transitions.requeue(
+            w, cause=cause, why=shown, at=self.now, progress=kept, backoff_limit=w.backoff_limit
+        )
+        details["restarts"] = w.restarts
         self._event(EventType.PREEMPTED, w, [], pool_id=pool_id, reason=d.reason, details=details)
 
     def _project_of(self, workload_id: str | None) -> int | None:
@@ -336,11 +339,7 @@ class Applier:
         if w.status in PLACED_STATES:
             self.outcome.stopped_runs.add(w.pk)
             self.deleted_allocations.extend(a.pk for a in row.allocations)
-        w.status = WorkloadStatus.FAILED
-        w.finished_at = self.now
-        w.pending_reason = ""
-        w.pending_reason_kind = ""
-        w.queue_position = None
+        transitions.fail(w, at=self.now)
         self._event(EventType.FAILED, w, [], reason=d.reason)
 
     def _event(self, type: str, w: LockedWorkload, nodes: list[str], **kwargs: Any) -> None:
@@ -456,9 +455,10 @@ def apply_decisions(
     now: datetime,
     backend: ExecutionBackend,
     refresh: RefreshSlice | None = RefreshSlice(),
-    ended: Sequence[EndedRun] = (),
+    ended: Sequence[tuple[EndedRun, WorkloadRow]] = (),
 ) -> ApplyOutcome:
-    """Complete the `ended` runs (the backend's, see scheduler_core.runtime), then apply a
+    """Complete the `ended` runs (the backend's, see scheduler_core.runtime; with their
+    rows, adapters.runs.without_ended), then apply a
     cycle's decisions, pending reasons and positions (inside a transaction); runs started
     and stopped are reported to `backend`.
 

@@ -37,6 +37,7 @@ class LockedWorkload:
     pending_since: datetime | None
     room_wait_since: datetime | None
     preemptions: int
+    backoff_limit: int | None
 
     @property
     def pk(self) -> int:

@@ -37,6 +37,7 @@ from scheduler_core.engine.snapshot import (
     UsageRecord,
     WorkloadSpec,
 )
+from scheduler_core.engine.transitions import Cause, requeue_outcome
 
 COMPLETED = "completed"
 FAILED = "failed"
@@ -198,28 +199,29 @@ class Simulation:
             self._finish(wid, DELETED, "deleted by its user")
 
     def crash(self, wid: str) -> None:
-        """Its pods crash: a restart if the backoff limit allows, else it fails."""
+        """Its pods crash: a restart if its restarts allow (engine.transitions), else it
+        fails. A crash is the command's failure: neither a preemption nor lost work."""
         w = self.active.get(wid)
         if w is None:
             return
-        restarts = w.restarts + 1
-        if w.backoff_limit is None or restarts > w.backoff_limit:
+        outcome = requeue_outcome(
+            cause=Cause.FAILED_RUN, restarts=w.restarts, preemptions=0,
+            backoff_limit=w.backoff_limit,
+        )  # fmt: skip
+        if not outcome.requeued:
             self._finish(wid, FAILED, "its pods crashed")
             return
-        lost = lost_gpu_seconds(w, self.now)
         self.active[wid] = dataclasses.replace(
             w,
             status=STATUS_PENDING,
             pods=(),
             pool=None,
             started_at=None,
-            restarts=restarts,
+            restarts=outcome.restarts,
             pending_since=self.now,
         )
         self.status[wid] = STATUS_PENDING
-        self.events.append(
-            SimEvent(self.now, "preempted", wid, "its pods crashed; restarting", lost)
-        )
+        self.events.append(SimEvent(self.now, "run_failed", wid, "its pods crashed; restarting"))
 
     def set_workload(self, wid: str, **changes: Any) -> None:
         """Change fields of an active workload (priority, weight)."""

@@ -40,6 +40,7 @@ from scheduler_core.adapters import (
     totals,
     write_queue_states,
 )
+from scheduler_core.adapters.runs import placed_runs, without_ended
 from scheduler_core.adapters.snapshot import WorkloadMemo
 from scheduler_core.choices import WorkloadStatus
 from scheduler_core.loop import triggers
@@ -201,8 +202,9 @@ def _run_locked(lock: CycleLock, now: datetime | None, state: LoopState) -> Cycl
     started = now or timezone.now()
     live = read_snapshot(started, state.memo)
     t_runs = time.perf_counter()
-    backend = execution_backend()
-    runs = backend.take_ended_runs(live, started)
+    backend = execution_backend(live.pool_backends)
+    runs = backend.take_ended_runs(placed_runs(live), started)
+    live, ended = without_ended(live, runs.ended)
     t_engine = time.perf_counter()
     result = engine.run_cycle(live.snapshot)
     t_apply = time.perf_counter()
@@ -211,7 +213,7 @@ def _run_locked(lock: CycleLock, now: datetime | None, state: LoopState) -> Cycl
         t_decisions = time.perf_counter()
         refresh = _refresh_slice()
         outcome = apply_decisions(
-            live, result, now=started, backend=backend, refresh=refresh, ended=runs.ended
+            live, result, now=started, backend=backend, refresh=refresh, ended=ended
         )
         t_queues = time.perf_counter()
         queue_rows = write_queue_states(live, result)

@@ -1,5 +1,6 @@
-"""Real execution on node agents (docs/agent.md): join tokens, node credentials, the runs
-agents start (one per process start, with its epoch), their logs and usage samples."""
+"""Real execution (docs/agent.md, docs/executors.md): join tokens and node credentials of
+agents; the runs executors start (one per process start, with its epoch: the neutral run
+state every executor shares), their logs and usage samples."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ class NodeCredential(models.Model):
 
 
 class PodRunState(models.TextChoices):
-    """Where one process start stands, as its agent reported it."""
+    """Where one process start stands, as its executor reported it."""
 
     STARTING = "starting", "Starting"
     RUNNING = "running", "Running"
@@ -63,10 +64,11 @@ LIVE_RUN_STATES = frozenset({PodRunState.STARTING, PodRunState.RUNNING, PodRunSt
 
 
 class PodRun(models.Model):
-    """One start of one pod's process on a node's agent. `allocation` is the scheduler's
-    claim it serves; it is cleared when the pod is evicted, moved, shrunk or ends, and a
-    live run without one is stopped. `epoch` is the node's start counter: a start message
-    is obeyed only once."""
+    """One start of one pod's process on a node, by its pool's executor (an agent, Slurm).
+    `allocation` is the scheduler's claim it serves; it is cleared when the pod is
+    evicted, moved, shrunk or ends, and a live run without one is stopped. `epoch` is the
+    node's start counter: a start message is obeyed only once. `external_id` is the
+    executor's own id of the run (a Slurm job id, a pod UID), when it has one."""
 
     workload = models.ForeignKey(
         "scheduler_core.Workload", on_delete=models.CASCADE, related_name="pod_runs"
@@ -95,6 +97,9 @@ class PodRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     log_size = models.PositiveBigIntegerField(default=0, help_text="Bytes of log stored.")
+    external_id = models.CharField(
+        max_length=128, blank=True, help_text="The executor's own id of the run (a Slurm job id)."
+    )
 
     class Meta:
         ordering = ["workload_id", "group", "pod_index", "-epoch"]

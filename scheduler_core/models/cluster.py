@@ -5,7 +5,14 @@ from __future__ import annotations
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from scheduler_core.choices import Backend, FairshareMode, NodeState, Placement, Policy
+from scheduler_core.choices import (
+    DEFAULT_BACKEND,
+    Backend,
+    FairshareMode,
+    NodeState,
+    Placement,
+    Policy,
+)
 from scheduler_core.models.versioned import VersionedModel
 
 
@@ -78,7 +85,7 @@ class NodePool(models.Model):
     time_based_half_life = models.PositiveIntegerField(default=86400)
     time_based_k = models.FloatField(default=1.0, validators=[MinValueValidator(0)])
     backend = models.CharField(
-        max_length=16, choices=Backend.choices, default=Backend.SIMULATED,
+        max_length=16, choices=Backend.choices, default=DEFAULT_BACKEND,
         help_text="What runs this pool's pods: the simulator, or node agents.",
     )  # fmt: skip
     grace_period = models.PositiveIntegerField(

@@ -1,22 +1,23 @@
 """The execution interface: what the scheduling loop and the apply step know of whatever
-runs the pods they place (a simulator today; a node agent or Slurm behind the same seam).
+runs the pods they place (executors behind a registry, runtime.registry; routed pool by
+pool, runtime.routing).
 
 The loop and the apply step only state facts ("this run started", "this run was stopped")
 and ask the backend which runs ended; they never look at how a backend decides that. A
-backend that starts runs elsewhere (node agents; Slurm later) says that a placed workload
-is only `starting` until its executor reports it running, and does its own work (starts,
+backend that starts runs elsewhere (node agents, Slurm) says that a placed workload is
+only `starting` until its executor reports it running, and does its own work (starts,
 stops) once the cycle's decisions are committed (`after_commit`).
+
+Value types of its own only: the callers (the loop, the adapters) translate their
+snapshot into `PlacedRun`s and take the ended ones out of it themselves.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from scheduler_core.adapters.snapshot import LiveSnapshot, WorkloadRow
-    from scheduler_core.services.runtime import Completion
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,19 +30,35 @@ class RunEnd:
 
 
 @dataclass(frozen=True, slots=True)
-class EndedRun:
-    """A run that ended before a cycle began, with the progress its workload reached
-    (None: keep what the workload says)."""
+class PlacedRun:
+    """A placed workload's current run, as a cycle's snapshot has it."""
 
-    completion: Completion
-    row: WorkloadRow
+    workload_id: int
+    pool_id: int | None
+    status: str
+    started_at: datetime | None
+    progress: float
+    spec: Mapping[str, Any]
+    gpus: float
+
+
+@dataclass(frozen=True, slots=True)
+class EndedRun:
+    """A run that ended at `finished_at` before a cycle began; `started_at` names the run
+    (a workload restarted since is not completed), `progress` the seconds of work it
+    reached (None: keep what the workload says)."""
+
+    workload_id: int
+    started_at: datetime | None
+    finished_at: datetime
     progress: float | None
 
 
 @dataclass
 class EndedRuns:
-    """What a backend says of a snapshot's runs: those that ended by its time (taken out
-    of it, to be completed by the cycle), and the ends it knows of those still going."""
+    """What a backend says of a snapshot's runs: those that ended by its time (to be taken
+    out of the snapshot and completed by the cycle), and the ends it knows of those still
+    going."""
 
     ended: list[EndedRun] = field(default_factory=list)
     going: list[RunEnd] = field(default_factory=list)
@@ -52,8 +69,9 @@ class ExecutionBackend(Protocol):
 
     name: str
 
-    def take_ended_runs(self, live: LiveSnapshot, now: datetime) -> EndedRuns:
-        """The runs of `live` that ended by `now` (removed from it) and those going."""
+    def take_ended_runs(self, runs: Sequence[PlacedRun], now: datetime) -> EndedRuns:
+        """Of `runs`, those that ended by `now` and the known ends of those going (the
+        runs given are not changed)."""
         ...
 
     def placed_status(self, *, pool_id: int | None) -> str:
@@ -67,23 +85,12 @@ class ExecutionBackend(Protocol):
         *,
         workload_id: int,
         pool_id: int | None,
-        spec: dict[str, Any] | None,
+        spec: Mapping[str, Any] | None,
         progress: float,
         started_at: datetime,
         gpus: float,
     ) -> RunEnd | None:
         """A run starts; its end when the backend knows it in advance."""
-        ...
-
-    def progress_kept(
-        self,
-        *,
-        spec: dict[str, Any] | None,
-        progress: float,
-        started_at: datetime | None,
-        stopped_at: datetime,
-    ) -> float:
-        """Seconds of progress a workload keeps when its run is stopped early."""
         ...
 
     def after_commit(self) -> None:

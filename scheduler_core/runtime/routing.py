@@ -1,91 +1,93 @@
-"""One execution backend per pool: each workload is served by the backend its pool names
-(`NodePool.backend`): the simulator (or, with SIMULATED_RUNTIME off, reported runs) for
-simulated pools, node agents for agent pools (docs/agent.md, "Who runs what")."""
+"""One execution backend for the loop, each run served by the executor of its pool's
+backend (`NodePool.backend`, runtime.registry): executors that know when runs end (the
+simulator) predict them; the others start and stop runs through the reconcile after
+each cycle, and their workloads are `starting` until every pod runs."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from django.conf import settings
-
-from scheduler_core.choices import Backend
+from scheduler_core.choices import WorkloadStatus
+from scheduler_core.engine.transitions import spec_seconds
 from scheduler_core.models import NodePool
-from scheduler_core.runtime.agent.backend import AgentBackend
-from scheduler_core.runtime.interface import EndedRuns, ExecutionBackend, RunEnd
-from scheduler_core.runtime.reported import ReportedBackend
-from scheduler_core.runtime.simulated import SimulatedBackend, progress_kept
-
-if TYPE_CHECKING:
-    from scheduler_core.adapters.snapshot import LiveSnapshot
+from scheduler_core.runtime import registry
+from scheduler_core.runtime.executor import Capability, Executor, PredictsRunEnds, has
+from scheduler_core.runtime.interface import EndedRun, EndedRuns, PlacedRun, RunEnd
+from scheduler_core.runtime.reconcile import reconcile
 
 
 class PoolRoutedBackend:
-    """Routes each run to the backend of its pool. Which backend a pool has is read from
-    the cycle's snapshot (`take_ended_runs`, the first call of a cycle), else once from
-    the database."""
+    """Routes each run to the executor of its pool. Which backend a pool has comes from
+    the cycle's snapshot (`pool_backends`), else is read once from the database."""
 
     name = "routed"
 
-    def __init__(self, pool_backends: dict[int, str] | None = None) -> None:
-        self._pools = pool_backends
-        self._simulated_backend: ExecutionBackend | None = None  # made once per pool map
-        self.agent = AgentBackend()
+    def __init__(self, pool_backends: Mapping[int, str] | None = None) -> None:
+        self._pools = dict(pool_backends) if pool_backends else None
 
     def _pool_backends(self) -> dict[int, str]:
         if self._pools is None:
             self._pools = dict(NodePool.objects.values_list("pk", "backend"))
         return self._pools
 
-    def _simulated(self) -> ExecutionBackend:
-        """The backend of the simulated pools (asked once per placement: made once)."""
-        if self._simulated_backend is None:
-            self._simulated_backend = self._make_simulated()
-        return self._simulated_backend
+    def _executor(self, pool_id: int | None) -> Executor | None:
+        backend = self._pool_backends().get(pool_id) if pool_id is not None else None
+        return registry.executor_for(backend) if backend is not None else None
 
-    def _make_simulated(self) -> ExecutionBackend:
-        if not settings.SIMULATED_RUNTIME:
-            return ReportedBackend()
-        pools = self._pool_backends()
-        if Backend.AGENT not in pools.values():
-            return SimulatedBackend()
-        return SimulatedBackend(
-            pools=frozenset(pk for pk, kind in pools.items() if kind != Backend.AGENT)
-        )
+    def _predictor(self, pool_id: int | None) -> PredictsRunEnds | None:
+        """The executor of the pool, if it knows when its runs end."""
+        executor = self._executor(pool_id)
+        if executor is None or not has(executor, Capability.KNOWS_RUN_ENDS):
+            return None
+        return executor  # type: ignore[return-value]  # (the capability says it is one)
 
-    def _for(self, pool_id: int | None) -> ExecutionBackend:
-        if pool_id is not None and self._pool_backends().get(pool_id) == Backend.AGENT:
-            return self.agent
-        return self._simulated()
-
-    def take_ended_runs(self, live: LiveSnapshot, now: datetime) -> EndedRuns:
-        if live.pool_backends:
-            self._pools = dict(live.pool_backends)
-            self._simulated_backend = None
-        # agent runs end when their agents report it (runtime.agent.reports), never here
-        return self._simulated().take_ended_runs(live, now)
+    def take_ended_runs(self, runs: Sequence[PlacedRun], now: datetime) -> EndedRuns:
+        found = EndedRuns()
+        for run in runs:
+            predictor = self._predictor(run.pool_id)
+            if predictor is None or run.status != WorkloadStatus.RUNNING:
+                continue  # its executor reports when it ends
+            if run.started_at is None:
+                continue
+            end = predictor.run_end(spec=run.spec, progress=run.progress, started_at=run.started_at)
+            if end is None:
+                continue
+            if end <= now:
+                progress = spec_seconds(run.spec, "duration")
+                found.ended.append(EndedRun(run.workload_id, run.started_at, end, progress))
+            else:
+                found.going.append(RunEnd(run.workload_id, end, run.gpus))
+        return found
 
     def placed_status(self, *, pool_id: int | None) -> str:
-        return self._for(pool_id).placed_status(pool_id=pool_id)
+        executor = self._executor(pool_id)
+        if executor is None or has(executor, Capability.KNOWS_RUN_ENDS):
+            return WorkloadStatus.RUNNING  # its run starts with the placement
+        return WorkloadStatus.STARTING  # running once its executor says every pod runs
 
     def run_started(
         self,
         *,
         workload_id: int,
         pool_id: int | None = None,
-        spec: dict[str, Any] | None,
+        spec: Mapping[str, Any] | None,
         progress: float,
         started_at: datetime,
         gpus: float,
     ) -> RunEnd | None:
-        return self._for(pool_id).run_started(
-            workload_id=workload_id, pool_id=pool_id, spec=spec, progress=progress,
-            started_at=started_at, gpus=gpus,
-        )  # fmt: skip
+        predictor = self._predictor(pool_id)
+        if predictor is None:
+            return None
+        end = predictor.run_end(spec=spec, progress=progress, started_at=started_at)
+        return None if end is None else RunEnd(workload_id, end, gpus)
 
     def after_commit(self) -> None:
-        if Backend.AGENT in self._pool_backends().values():
-            self.agent.after_commit()
-
-    # a stopped run keeps its last checkpoint (the spec's `checkpoint_every`), whoever ran it
-    progress_kept = staticmethod(progress_kept)
+        """Start and stop the runs of executors that run processes, on this cycle's
+        pools."""
+        backends = set(self._pool_backends().values()) & registry.backends_without(
+            Capability.KNOWS_RUN_ENDS
+        )
+        if backends:
+            reconcile(backends=backends)

@@ -1,6 +1,8 @@
-"""The runtime tick (beat runs it every few seconds): heartbeats, silent nodes (agent
-nodes: unreachable, then down), simulated runs that ended while no cycle ran, agent
-starts and stops still owed, and housekeeping of old history."""
+"""The runtime tick (beat runs it every few seconds): each registered executor observes
+its live runs and its nodes (the simulator: heartbeats and runs that ended while no cycle
+ran; the agent: silent nodes unreachable, then down; Slurm: its jobs and nodes, in bulk),
+what they report is applied (runtime.lifecycle), starts and stops still owed go out
+(reconcile), and old history is pruned."""
 
 from __future__ import annotations
 
@@ -12,11 +14,12 @@ from django.core.cache import cache
 from django.db.models import Max
 from django.utils import timezone
 
-from scheduler_core.models import CycleRecord, IdempotencyKey, NodePool, UsageSample
-from scheduler_core.runtime.agent.liveness import check_agent_nodes
-from scheduler_core.runtime.agent.reconcile import reconcile
-from scheduler_core.runtime.heartbeats import mark_silent_nodes_down, refresh_simulated_heartbeats
-from scheduler_core.runtime.simulated import complete_due
+from scheduler_core.models import CycleRecord, IdempotencyKey, NodePool, PodRun, UsageSample
+from scheduler_core.models.agents import LIVE_RUN_STATES
+from scheduler_core.runtime import registry
+from scheduler_core.runtime.executor import Executor, LiveRun
+from scheduler_core.runtime.lifecycle import runs_observed
+from scheduler_core.runtime.reconcile import reconcile
 
 
 def prune_history(now: datetime) -> None:
@@ -46,21 +49,38 @@ class TickReport:
     nodes_unreachable: list[str] = field(default_factory=list)
 
 
-def tick(now: datetime | None = None) -> TickReport:
-    """One runtime tick: heartbeats, silent nodes, simulated completions, housekeeping.
+def live_runs(backend: str) -> list[LiveRun]:
+    """The live runs on the pools of `backend` (what its executor observes)."""
+    rows = (
+        PodRun.objects.filter(node__pool__backend=backend, state__in=LIVE_RUN_STATES)
+        .order_by("pk")
+        .values_list(
+            "pk", "workload_id", "node_id", "node__name", "group", "pod_index", "epoch",
+            "state", "external_id",
+        )
+    )  # fmt: skip
+    return [LiveRun(*row) for row in rows]
 
-    Completions and node failures go through services, which request a cycle.
-    """
+
+def observe(executor: Executor, now: datetime, report: TickReport) -> None:
+    """Let `executor` observe its runs and nodes, and apply what it saw."""
+    seen = executor.observe(live_runs(executor.backend), now)
+    if seen.runs:
+        runs_observed(seen.runs)
+    report.completed += seen.completed
+    report.nodes_down += seen.nodes_down
+    report.nodes_unreachable += seen.nodes_unreachable
+
+
+def tick(now: datetime | None = None) -> TickReport:
+    """One runtime tick: every executor observes, owed starts and stops go out,
+    housekeeping. Completions and node failures go through services, which request a
+    cycle."""
     now = now or timezone.now()
     report = TickReport()
-    if settings.SIMULATED_NODES:
-        refresh_simulated_heartbeats(now)
-    report.nodes_down = [n.name for n in mark_silent_nodes_down(now)]
-    agents = check_agent_nodes(now)
-    report.nodes_down += agents.down
-    report.nodes_unreachable = agents.unreachable
+    for executor in registry.executors():
+        observe(executor, now, report)
     reconcile()  # a safety net: starts and stops that a lost message or a crash left owed
-    report.completed = complete_due(now=now)
     if _prune_now():
         prune_history(now)
     return report

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scheduler_core import access
-from scheduler_core.choices import Backend, NodeState
+from scheduler_core.choices import NodeState
 from scheduler_core.models import Allocation, Node, NodePool
+from scheduler_core.runtime.executor import Capability
+from scheduler_core.runtime.registry import backends_with
 from scheduler_core.selectors.agents import DeviceUsage, device_usage
 
 
@@ -60,7 +62,8 @@ class NodeMap:
 
     @property
     def simulated(self) -> bool:
-        return self.node.pool.backend == Backend.SIMULATED
+        """Its pool's runs are simulated: no processes, no device readings."""
+        return self.node.pool.backend in backends_with(Capability.KNOWS_RUN_ENDS)
 
     @property
     def idle_devices(self) -> int:

@@ -24,12 +24,14 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 
-from scheduler_core.choices import PLACED_STATES, Backend, NodeState
+from scheduler_core.choices import PLACED_STATES, NodeState
 from scheduler_core.models import Allocation, Node, Workload
-from scheduler_core.runtime.simulated import due_at
+from scheduler_core.runtime.executor import Capability
+from scheduler_core.runtime.registry import backends_with, executor_for
 from scheduler_core.selectors.queues import PoolQueues, QueueRow
 
 EPSILON = 1e-9
@@ -112,27 +114,25 @@ class _PoolCapacity:
 
 
 def _capacities(pool_ids: list[int]) -> dict[int, _PoolCapacity]:
-    """Free GPUs on ready nodes and the known run ends of each simulated pool (2 queries)."""
+    """Free GPUs on ready nodes and the known run ends of each pool whose executor knows
+    when runs end (2 queries)."""
     capacity = {pk: _PoolCapacity(0.0, []) for pk in pool_ids}
+    predicted = backends_with(Capability.KNOWS_RUN_ENDS)
     for pool_id, count in Node.objects.filter(
-        pool_id__in=pool_ids, pool__backend=Backend.SIMULATED, state=NodeState.READY
+        pool_id__in=pool_ids, pool__backend__in=predicted, state=NodeState.READY
     ).values_list("pool_id", "gpu_count"):
         capacity[pool_id].free_now += count
     ends: dict[tuple[int, int], tuple[datetime | None, float]] = {}
     for alloc in Allocation.objects.filter(
         node__pool_id__in=pool_ids,
-        node__pool__backend=Backend.SIMULATED,
+        node__pool__backend__in=predicted,
         workload__status__in=PLACED_STATES,
-    ).select_related("node", "workload"):
+    ).select_related("node__pool", "workload"):
         w = alloc.workload
         gpus = alloc.gpu_fraction * max(len(alloc.gpu_devices or []), 0)
         if alloc.node.state == NodeState.READY:
             capacity[alloc.node.pool_id].free_now -= gpus
-        finish = (
-            due_at(spec=w.spec, progress=w.progress_seconds, started_at=w.started_at)
-            if w.started_at is not None
-            else None
-        )
+        finish = _run_end(alloc.node.pool.backend, w) if w.started_at is not None else None
         key = (alloc.node.pool_id, w.pk)
         _, held = ends.get(key, (finish, 0.0))
         # a run on a node that takes no pods frees nothing a pending workload could use
@@ -143,6 +143,15 @@ def _capacities(pool_ids: list[int]) -> dict[int, _PoolCapacity]:
     for cap in capacity.values():
         cap.run_ends.sort(key=lambda end: end[0])
     return capacity
+
+
+def _run_end(backend: str, w: Workload) -> datetime | None:
+    """When the workload's run ends, as the executor of `backend` predicts it."""
+    predictor: Any = executor_for(backend)  # (declares Capability.KNOWS_RUN_ENDS)
+    end: datetime | None = predictor.run_end(
+        spec=w.spec, progress=w.progress_seconds, started_at=w.started_at
+    )
+    return end
 
 
 def _estimate(order: list[Workload], capacity: _PoolCapacity | None, now: datetime):
@@ -173,7 +182,8 @@ def _estimate(order: list[Workload], capacity: _PoolCapacity | None, now: dateti
 def pool_queues_in_order(queues: list[PoolQueues]) -> dict[int, list[QueuedWorkload]]:
     """Per pool id, its pending workloads in scheduler order with position, jobs ahead and
     estimated start (2 queries for all pools together)."""
-    simulated = [q.pool.pk for q in queues if q.pool.backend == Backend.SIMULATED]
+    predicted = backends_with(Capability.KNOWS_RUN_ENDS)
+    simulated = [q.pool.pk for q in queues if q.pool.backend in predicted]
     capacities = _capacities(simulated) if simulated else {}
     now = timezone.now()
     result: dict[int, list[QueuedWorkload]] = {}

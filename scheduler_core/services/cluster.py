@@ -9,13 +9,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler_core import access
-from scheduler_core.choices import EventType, NodeState, WorkloadStatus
+from scheduler_core.choices import EventType, NodeState
+from scheduler_core.engine.transitions import Cause
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Allocation, Node, NodePool, SchedulingEvent, Workload
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.schemas.pools import PoolSettings
 from scheduler_core.services.errors import FieldErrors, check_slug_name, require_non_negative
+from scheduler_core.services.runtime import workload_requeue
 
 
 def _validate_pool_settings(settings: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +93,8 @@ def node_create(
 
 
 def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload]:
-    """Evict every workload with a pod on `node` and re-queue it.
+    """Evict every workload with a pod on `node` and re-queue it, keeping its last
+    checkpoint (engine.transitions: the same rule as every other stopped run).
 
     A fault (node down) counts as a restart against the workload's backoff limit; once the
     limit is used up the workload fails. A drain does not count.
@@ -101,45 +104,9 @@ def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload
         Workload.objects.select_for_update().filter(pk__in=workload_ids).order_by("pk")
     )
     now = timezone.now()
-    Allocation.objects.filter(workload__in=workloads).delete()
+    cause = Cause.FAULT if fault else Cause.DRAINED
     for workload in workloads:
-        workload.queue_position = None
-        workload.started_at = None
-        workload.pending_since = now
-        if fault:
-            workload.restarts += 1
-        out_of_restarts = (
-            fault
-            and workload.backoff_limit is not None
-            and workload.restarts > workload.backoff_limit
-        )
-        if out_of_restarts:
-            workload.status = WorkloadStatus.FAILED
-            workload.finished_at = now
-            workload.pending_reason = ""
-        else:
-            workload.status = WorkloadStatus.PENDING
-            workload.pending_reason = f"re-queued: {reason}"
-        workload.save()
-        event_record(
-            type=EventType.PREEMPTED,
-            workload=workload,
-            node=node,
-            pool=node.pool,
-            at=now,
-            reason=reason,
-            details={"kind": "fault" if fault else "drain", "restarts": workload.restarts},
-        )
-        if out_of_restarts:
-            event_record(
-                type=EventType.FAILED,
-                workload=workload,
-                node=node,
-                pool=node.pool,
-                at=now,
-                reason=f"restarted {workload.restarts - 1} times; backoff limit "
-                f"{workload.backoff_limit} used up",
-            )
+        workload_requeue(workload=workload, cause=cause, why=reason, at=now, node=node)
     return workloads
 
 

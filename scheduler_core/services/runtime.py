@@ -1,8 +1,11 @@
-"""What the runtime reports about running workloads: they finished, or they failed.
+"""What the runtime reports about running workloads: they finished, their run stopped
+early (re-queued or, out of restarts, failed), or they failed.
 
-The simulated runtime (scheduler_core.runtime.simulated) calls these when a workload's simulated
-duration is up; a real runtime would call them from its own reports. Each frees the
-workload's pods, records an event per workload and asks for a cycle after commit.
+The simulated executor calls these when a workload's simulated duration is up; the run
+lifecycle (scheduler_core.runtime.lifecycle) from executors' reports; node faults and
+drains (services.cluster) when a node goes. The transitions themselves are
+engine.transitions; here they are written, with their events. Each frees the workload's
+pods, records an event per workload and asks for a cycle after commit.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -18,9 +22,12 @@ from django.utils import timezone
 from scheduler_core.choices import PLACED_STATES, EventType, WorkloadStatus
 from scheduler_core.db.bulk_writes import update_rows
 from scheduler_core.db.locked_workload import LockedWorkload
+from scheduler_core.engine import transitions
+from scheduler_core.engine.transitions import Cause, Requeue
 from scheduler_core.live_events.batch import EventBatch
+from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
-from scheduler_core.models import Allocation, Workload
+from scheduler_core.models import Allocation, Node, Workload
 from scheduler_core.models.versioned import bump_version
 
 # What completing a workload reads, writes and publishes of it.
@@ -54,14 +61,9 @@ def finish_run(
 ) -> str:
     """Mark `w`, whose run ended successfully at `finished_at`, completed (in memory: the
     caller writes it and frees its pods); returns the reason its event gives."""
-    ran = (finished_at - w.started_at).total_seconds() if w.started_at else 0.0
-    w.status = WorkloadStatus.COMPLETED
-    w.finished_at = finished_at
-    w.pending_reason = ""
-    w.queue_position = None
-    w.progress_seconds = duration or w.progress_seconds
+    reason = transitions.complete(w, at=finished_at, progress=duration)
     bump_version(w)  # written in bulk, not saved: raised here (models.versioned)
-    return f"finished after running {ran:.1f} s"
+    return reason
 
 
 def workloads_complete(
@@ -141,10 +143,7 @@ def workload_fail(*, workload: Workload, reason: str, at: datetime | None = None
             )
         pool_id = _pools_of([workload.pk]).get(workload.pk)
         Allocation.objects.filter(workload=workload).delete()
-        workload.status = WorkloadStatus.FAILED
-        workload.finished_at = at or timezone.now()
-        workload.pending_reason = ""
-        workload.queue_position = None
+        transitions.fail(workload, at=at or timezone.now())
         workload.save()
         batch = EventBatch(timezone.now())
         batch.add(
@@ -153,3 +152,55 @@ def workload_fail(*, workload: Workload, reason: str, at: datetime | None = None
         batch.flush()
         request_cycle()
     return workload
+
+
+# What a stopped run's event is, by why it stopped: the scheduler's doing (a preemption,
+# with the work it lost) or the workload's own (a failed run, with its exit code).
+STOP_EVENTS = {
+    Cause.PREEMPTED: (EventType.PREEMPTED, "preempted"),
+    Cause.DRAINED: (EventType.PREEMPTED, "drain"),
+    Cause.FAULT: (EventType.PREEMPTED, "fault"),
+    Cause.FAILED_RUN: (EventType.RUN_FAILED, "failed"),
+}
+
+
+def workload_requeue(
+    *,
+    workload: Workload,
+    cause: Cause,
+    why: str,
+    at: datetime,
+    node: Node | None = None,
+    details: dict[str, Any] | None = None,
+) -> Requeue:
+    """The workload's run stopped early (`why`; inside a transaction, the workload
+    locked): its pods are freed, it keeps its last checkpoint and goes back to the queue,
+    or fails for good once `cause` used up its restarts (engine.transitions). Records the
+    stop's event (and the failure's), and asks for a cycle after commit."""
+    Allocation.objects.filter(workload=workload).delete()
+    kept = transitions.progress_kept(
+        spec=workload.spec, progress=workload.progress_seconds, started_at=workload.started_at,
+        stopped_at=at,
+    )  # fmt: skip
+    restarts_before = workload.restarts
+    outcome = transitions.requeue(
+        workload, cause=cause, why=why, at=at, progress=kept,
+        backoff_limit=workload.backoff_limit,
+    )  # fmt: skip
+    workload.retry_at = transitions.retry_at(outcome, at)
+    workload.save()
+    pool = node.pool if node is not None else None
+    type, kind = STOP_EVENTS[cause]
+    event_record(
+        type=type, workload=workload, node=node, pool=pool, at=at, reason=why,
+        details={"kind": kind, "restarts": workload.restarts, **(details or {})},
+    )  # fmt: skip
+    if not outcome.requeued:
+        limit = transitions.restart_limit(cause, workload.backoff_limit)
+        event_record(
+            type=EventType.FAILED, workload=workload, node=node, pool=pool, at=at,
+            reason=transitions.exhausted_reason(why, restarts=restarts_before, limit=limit),
+            details={"kind": kind, "restarts": workload.restarts, **(details or {})},
+        )  # fmt: skip
+    request_cycle()
+    return outcome

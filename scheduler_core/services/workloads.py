@@ -20,6 +20,7 @@ from scheduler_core.choices import (
     WorkloadKind,
     WorkloadStatus,
 )
+from scheduler_core.engine import transitions
 from scheduler_core.live_events.batch import EventBatch
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
@@ -306,10 +307,7 @@ def workload_cancel(*, user, workload: Workload) -> Workload:
         if workload.status in TERMINAL_STATES:
             raise Conflict({"status": f"workload is already {workload.status}"})
         workload_release(workload)
-        workload.status = WorkloadStatus.CANCELLED
-        workload.finished_at = timezone.now()
-        workload.pending_reason = ""
-        workload.queue_position = None
+        transitions.cancel(workload, at=timezone.now())
         workload.save()
         event_record(
             type=EventType.DELETED, workload=workload, reason=f"cancelled by {user.username}"
@@ -355,9 +353,7 @@ def workload_suspend(*, user, workload: Workload) -> Workload:
                 }
             )
         workload_release(workload)
-        workload.status = WorkloadStatus.SUSPENDED
-        workload.pending_reason = "suspended by a user"
-        workload.queue_position = None
+        transitions.suspend(workload, why="suspended by a user")
         workload.save()
         event_record(
             type=EventType.SUSPENDED, workload=workload, reason=f"suspended by {user.username}"
@@ -378,8 +374,7 @@ def workload_resume(*, user, workload: Workload) -> Workload:
                     f"this one is {workload.status}"
                 }
             )
-        workload.status = WorkloadStatus.PENDING
-        workload.pending_reason = "waiting for the scheduler's next cycle"
+        transitions.resume(workload, why="waiting for the scheduler's next cycle")
         workload.save()
         event_record(
             type=EventType.RESUMED, workload=workload, reason=f"resumed by {user.username}"

@@ -203,6 +203,14 @@ class RunTally:
         j.run_start = None
         self._set_running(j, 0.0)
 
+    def stop(self, at: float, job: str) -> None:
+        """The job's own command failed and it waits to run again: not the scheduler's
+        doing, so neither a preemption nor lost work."""
+        self._advance(at)
+        j = self._jobs[job]
+        j.run_start = None
+        self._set_running(j, 0.0)
+
     def finish(self, at: float, job: str, *, completed: bool = True) -> None:
         """The job leaves: completed (counted in completion times) or failed/deleted."""
         self._advance(at)
@@ -365,6 +373,8 @@ def record_events(
             tally.move(e.at, e.workload)
         elif e.type == "preempted":
             tally.preempt(e.at, e.workload)
+        elif e.type == "run_failed":
+            tally.stop(e.at, e.workload)
         elif e.type in ("completed", "failed", "deleted"):
             tally.finish(e.at, e.workload, completed=e.type == "completed")
 

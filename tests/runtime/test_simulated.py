@@ -9,10 +9,11 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from scheduler_core.choices import EventType, NodeState, WorkloadStatus
+from scheduler_core.engine import transitions
 from scheduler_core.loop.cycle import run_cycle
 from scheduler_core.models import Allocation, SchedulingEvent, UsageSample, Workload
-from scheduler_core.runtime import simulated
-from scheduler_core.runtime.simulated import SimulatedBackend
+from scheduler_core.runtime.executors.simulated import runs as simulated
+from scheduler_core.runtime.routing import PoolRoutedBackend
 from scheduler_core.runtime.tick import prune_history, tick
 from scheduler_core.services.runtime import workload_complete, workload_fail
 from tests import factories
@@ -61,20 +62,21 @@ def test_a_cycle_completes_due_workloads_first_and_reuses_their_gpus(cluster, su
 
 def test_a_run_cancelled_during_the_cycle_stays_cancelled(cluster):
     from scheduler_core.adapters import apply_decisions, load_snapshot
+    from scheduler_core.adapters.runs import placed_runs, without_ended
     from scheduler_core.engine import run_cycle as decide
     from scheduler_core.services.workloads import workload_cancel
 
     done = _running(cluster, 30, duration=10)
     now = timezone.now()
-    live = load_snapshot(now)
-    backend = SimulatedBackend()
-    runs = backend.take_ended_runs(live, now)
-    assert [run.completion.workload_id for run in runs.ended] == [done.pk]
+    taken = load_snapshot(now)
+    backend = PoolRoutedBackend(taken.pool_backends)
+    runs = backend.take_ended_runs(placed_runs(taken), now)
+    assert [run.workload_id for run in runs.ended] == [done.pk]
+    live, ended = without_ended(taken, runs.ended)
     assert str(done.pk) not in {w.id for w in live.snapshot.workloads}
+    assert str(done.pk) in {w.id for w in taken.snapshot.workloads}  # (not changed)
     workload_cancel(user=cluster["admin"], workload=done)
-    outcome = apply_decisions(
-        live, decide(live.snapshot), now=now, backend=backend, ended=runs.ended
-    )
+    outcome = apply_decisions(live, decide(live.snapshot), now=now, backend=backend, ended=ended)
     assert outcome.completed == 0
     done.refresh_from_db()
     assert done.status == WorkloadStatus.CANCELLED
@@ -83,7 +85,7 @@ def test_a_run_cancelled_during_the_cycle_stays_cancelled(cluster):
 
 def test_a_preempted_workload_starts_over_without_checkpoints():
     now = timezone.now()
-    kept = simulated.progress_kept(
+    kept = transitions.progress_kept(
         spec={"duration": 100}, progress=0, started_at=now - timedelta(seconds=55), stopped_at=now
     )
     assert kept == 0
@@ -92,11 +94,11 @@ def test_a_preempted_workload_starts_over_without_checkpoints():
 def test_a_preempted_workload_resumes_from_its_last_checkpoint():
     now = timezone.now()
     spec = {"duration": 100, "checkpoint_every": 20}
-    kept = simulated.progress_kept(
+    kept = transitions.progress_kept(
         spec=spec, progress=0, started_at=now - timedelta(seconds=55), stopped_at=now
     )
     assert kept == 40
-    kept = simulated.progress_kept(
+    kept = transitions.progress_kept(
         spec=spec, progress=40, started_at=now - timedelta(seconds=10), stopped_at=now
     )
     assert kept == 40  # not yet at the next checkpoint

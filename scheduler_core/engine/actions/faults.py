@@ -1,11 +1,13 @@
 """Faults: workloads with a pod on a down node are evicted (reason fault); once their
-restarts exceed the backoff limit they fail instead of re-queueing."""
+restarts use up the backoff limit they fail instead of re-queueing (the rule of
+engine.transitions, which node faults and executors' reports follow too)."""
 
 from __future__ import annotations
 
 from scheduler_core.engine.decisions import EVICT_FAULT
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.snapshot import NODE_DOWN
+from scheduler_core.engine.transitions import Cause, exhausted_reason, requeue_outcome
 
 
 def handle_faults(session: Session) -> None:
@@ -18,13 +20,18 @@ def handle_faults(session: Session) -> None:
         if not bad:
             continue
         stmt = session.statement()
-        stmt.evict(w, EVICT_FAULT, f"node {', '.join(bad)} is down", None)
-        restarts = w.spec.restarts + 1
-        limit = w.spec.backoff_limit
-        if limit is not None and restarts > limit:
+        why = f"node {', '.join(bad)} is down"
+        stmt.evict(w, EVICT_FAULT, why, None)
+        outcome = requeue_outcome(
+            cause=Cause.FAULT, restarts=w.spec.restarts, preemptions=0,
+            backoff_limit=w.spec.backoff_limit,
+        )  # fmt: skip
+        if not outcome.requeued:
             stmt.fail(
                 w,
-                f"evicted by a fault ({', '.join(bad)} down) after {restarts - 1} restarts; "
-                f"its backoff limit is {limit}",
-            )
+                exhausted_reason(
+                    f"evicted by a fault ({why})", restarts=w.spec.restarts,
+                    limit=w.spec.backoff_limit,
+                ),
+            )  # fmt: skip
         stmt.commit()

@@ -21,8 +21,7 @@ allowance of a few GPU-hours.
 from __future__ import annotations
 
 from scheduler_core.engine.framework.session import Session
-from scheduler_core.engine.framework.state import WorkloadState
-from scheduler_core.engine.plugins.priority import priority_order
+from scheduler_core.engine.framework.state import WorkloadState, priority_order
 from scheduler_core.engine.resources import EPSILON
 
 

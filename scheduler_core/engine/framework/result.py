@@ -17,7 +17,7 @@ from scheduler_core.engine.decisions import (
     PendingInfo,
     Shrink,
 )
-from scheduler_core.engine.plugins.priority import priority_order
+from scheduler_core.engine.framework.state import priority_order
 from scheduler_core.engine.reasons import below_pods, held_for_it
 
 if TYPE_CHECKING:

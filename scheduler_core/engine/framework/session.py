@@ -18,10 +18,14 @@ from scheduler_core.engine.framework.plugin import Plugin, answering, build_plug
 from scheduler_core.engine.framework.queue_context import Key, QueueContext, Vec
 from scheduler_core.engine.framework.queue_hooks import QueueHooks
 from scheduler_core.engine.framework.result import build_result
-from scheduler_core.engine.framework.state import NodeState, PoolIndex, WorkloadState
+from scheduler_core.engine.framework.state import (
+    NodeState,
+    PoolIndex,
+    WorkloadState,
+    priority_order,
+)
 from scheduler_core.engine.framework.statement import Statement
 from scheduler_core.engine.lost_work import room_wait_start
-from scheduler_core.engine.plugins.priority import priority_order
 from scheduler_core.engine.resources import EPSILON
 from scheduler_core.engine.snapshot import ClusterSnapshot, PodPlacement, QueueSpec
 

@@ -360,3 +360,11 @@ class WorkloadState:
     def min_counts(self) -> dict[str, int]:
         """The gang minimum: min_pods per group."""
         return {g.name: g.min_pods for g in self.groups}
+
+
+def priority_order(w: WorkloadState) -> tuple[float, ...]:
+    """Job order by priority (smaller first): higher priority, earlier submission,
+    then creation order (FIFO among equals). The one definition: Determined's priority
+    policy and the queue positions of a result use it too."""
+    spec = w.spec
+    return (-w.priority, spec.submitted_at, spec.creation_order)

@@ -5,18 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler_core.engine.framework.plugin import Plugin, register
+from scheduler_core.engine.framework.state import priority_order
 
 if TYPE_CHECKING:
     from scheduler_core.engine.framework.session import Session
     from scheduler_core.engine.framework.state import WorkloadState
-
-
-def priority_order(w: WorkloadState) -> tuple[float, ...]:
-    """Job order by priority (smaller first): higher priority, earlier submission,
-    then creation order (FIFO among equals). The one definition: Determined's priority
-    policy and the queue positions of a result use it too."""
-    spec = w.spec
-    return (-w.priority, spec.submitted_at, spec.creation_order)
 
 
 @register

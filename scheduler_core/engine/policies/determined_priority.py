@@ -15,9 +15,8 @@ from functools import partial
 from scheduler_core.engine.actions.common import free_and_place, next_pod, try_start
 from scheduler_core.engine.decisions import EVICT_PRIORITY
 from scheduler_core.engine.framework.session import Session
-from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
+from scheduler_core.engine.framework.state import PoolIndex, WorkloadState, priority_order
 from scheduler_core.engine.framework.statement import Statement
-from scheduler_core.engine.plugins.priority import priority_order
 from scheduler_core.engine.policies.common import by_gpu_use, pool_workloads, start_or_explain
 from scheduler_core.engine.reasons import preempted_by_priority, priority_blocked
 

@@ -253,7 +253,7 @@ class Command(BaseCommand):
     def start_local_agent(self, supervisor: Supervisor, var: Path, url: str) -> None:
         """A node agent for this machine in the pool `local` (made if missing), registered
         with a join token of its own (in its environment, not on its command line)."""
-        from scheduler_core.local_agent import prepare_local_agent
+        from scheduler_core.runtime.executors.agent.local import prepare_local_agent
 
         agent = prepare_local_agent(var / "agent")
         env = {**supervisor.env, "FAIRWAY_JOIN_TOKEN": agent.join_token}

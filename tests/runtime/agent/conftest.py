@@ -14,7 +14,7 @@ from scheduler_core.choices import Backend
 from scheduler_core.loop.cycle import run_cycle
 from scheduler_core.models import PodRun
 from scheduler_core.models.agents import LIVE_RUN_STATES
-from scheduler_core.runtime.agent import channel, reports
+from scheduler_core.runtime.executors.agent import channel, reports
 from scheduler_core.services.workloads import WorkloadRequest, workload_submit
 from tests import factories
 

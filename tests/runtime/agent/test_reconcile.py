@@ -12,7 +12,7 @@ from scheduler_core.choices import WorkloadStatus
 from scheduler_core.loop.cycle import run_cycle
 from scheduler_core.models import Node
 from scheduler_core.models.agents import PodRunState
-from scheduler_core.runtime.agent.reconcile import reconcile
+from scheduler_core.runtime.reconcile import reconcile
 from scheduler_core.runtime.tick import tick
 from tests import factories
 from tests.runtime.agent.conftest import assert_no_device_held_twice, runs_of

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from scheduler_core.choices import NodeState
 from scheduler_core.models import GpuSample, LogChunk, Node, PodRun, RunUsageSample
-from scheduler_core.runtime.agent.channel import send_now
+from scheduler_core.runtime.executors.agent.channel import send_now
 from scheduler_core.services.agents import join_token_create, node_credential_revoke
 from tests import factories
 from tests.runtime.agent.fake_agent import FakeAgent, registration

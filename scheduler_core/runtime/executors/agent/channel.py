@@ -1,6 +1,6 @@
 """How the server side reaches a node's agent: the consumer serving that node's websocket
-joins `node_group(node_id)`; `send_to_node` hands it a message (after the current
-transaction commits), which the consumer numbers and sends."""
+joins `node_group(node_id)`; `send_now` hands it a message (the reconcile calls the
+executor after commit), which the consumer numbers and sends."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
 
 # The channel layer message type the consumer handles (AgentConsumer.agent_send).
 SEND_TYPE = "agent.send"
@@ -28,8 +27,3 @@ def send_now(node_id: int, type: str, body: dict[str, Any]) -> None:
     async_to_sync(layer.group_send)(
         node_group(node_id), {"type": SEND_TYPE, "frame_type": type, "body": body}
     )
-
-
-def send_to_node(node_id: int, type: str, **body: Any) -> None:
-    """Send after the current transaction commits (at once outside one)."""
-    transaction.on_commit(lambda: send_now(node_id, type, body))

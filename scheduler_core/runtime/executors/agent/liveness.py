@@ -19,11 +19,11 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
-from fairway_agent.protocol import STOP_LOST
 
-from scheduler_core.choices import Backend, NodeState
+from scheduler_core.choices import NodeState
 from scheduler_core.models import Node, PodRun
 from scheduler_core.models.agents import LIVE_RUN_STATES, PodRunState
+from scheduler_core.runtime.executor import StopReason
 from scheduler_core.services.cluster import (
     node_mark_down,
     node_mark_reachable,
@@ -48,11 +48,12 @@ class LivenessReport:
     back: list[str] = field(default_factory=list)
 
 
-def check_agent_nodes(now: datetime) -> LivenessReport:
-    """Mark silent agent nodes unreachable or down, and heard-from ones ready again."""
+def check_agent_nodes(now: datetime, *, backend: str) -> LivenessReport:
+    """Mark silent nodes of `backend`'s pools unreachable or down, and heard-from ones
+    ready again."""
     report = LivenessReport()
     nodes = (
-        Node.objects.filter(pool__backend=Backend.AGENT)
+        Node.objects.filter(pool__backend=backend)
         .exclude(state=NodeState.DOWN)
         .annotate(seen=Coalesce(F("last_heartbeat"), F("created_at")))
         .select_related("pool")
@@ -81,5 +82,5 @@ def node_lost(*, node: Node, now: datetime) -> None:
     with transaction.atomic():
         node_mark_down(node=node, reason=reason, silent=True)
         PodRun.objects.filter(node=node, state__in=LIVE_RUN_STATES).update(
-            state=PodRunState.LOST, stop_reason=STOP_LOST, reason=reason, ended_at=now
+            state=PodRunState.LOST, stop_reason=StopReason.LOST, reason=reason, ended_at=now
         )

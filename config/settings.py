@@ -330,6 +330,13 @@ AGENT_USAGE_INTERVAL = env.float("AGENT_USAGE_INTERVAL", default=5.0)
 AGENT_UNREACHABLE_AFTER = env.float("AGENT_UNREACHABLE_AFTER", default=15.0)
 AGENT_LOST_AFTER = env.float("AGENT_LOST_AFTER", default=60.0)
 AGENT_USAGE_RETENTION = env.float("AGENT_USAGE_RETENTION", default=3600.0)
+# --- Slurm pools (README, "Slurm"): the cluster's slurm.conf (empty: Slurm's default), the
+# directory shared with the nodes where pods write their output (empty: var/slurm-output),
+# the prefix of Fairway's job names, and how long one Slurm command may take.
+SLURM_CONF = env.str("SLURM_CONF", default="")
+SLURM_OUTPUT_DIR = env.str("SLURM_OUTPUT_DIR", default="")
+SLURM_JOB_PREFIX = env.str("SLURM_JOB_PREFIX", default="fairway")
+SLURM_COMMAND_TIMEOUT = env.float("SLURM_COMMAND_TIMEOUT", default=20.0)
 # --- metrics, sign-in attempts, request bodies (the security block, appended) -------------
 # Request bodies are JSON only; one nested too deeply to handle is a 400 (api.parsers).
 REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["api.parsers.JSONParser"]

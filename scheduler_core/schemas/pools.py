@@ -3,7 +3,7 @@ scenario's `config:` and `pools:` entries and a what-if's `changes.pools`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -26,7 +26,7 @@ ConsolidationEvaluations = Annotated[int, whole(ge=0, le=MAX_CONSOLIDATION_EVALU
 Policy = Annotated[str, one_of(POLICIES)]
 Placement = Annotated[str, one_of(PLACEMENTS)]
 FairshareMode = Annotated[str, one_of(FAIRSHARE_MODES)]
-BACKENDS = ("simulated", "agent")  # scheduler_core.choices.Backend
+BACKENDS = ("simulated", "agent", "slurm")  # scheduler_core.choices.Backend
 MAX_GRACE_PERIOD = 86400
 BackendName = Annotated[str, one_of(BACKENDS)]
 GracePeriod = Annotated[int, whole(ge=0, le=MAX_GRACE_PERIOD)]
@@ -63,6 +63,9 @@ class PoolSettings(PoolRules):
     time_based_k: Omittable[UsageK] = None
     backend: Omittable[BackendName] = None
     grace_period: Omittable[GracePeriod] = None
+    # the backend's own settings, checked by its executor's settings_model (a Slurm
+    # pool's partition, signal, ...: docs/slurm.md)
+    backend_settings: Omittable[dict[str, Any]] = None
 
 
 class TimeBased(StrictModel):

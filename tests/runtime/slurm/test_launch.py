@@ -17,7 +17,7 @@ def _pod(node, gpus, count=0, key="main-0"):
 def test_one_pod_is_a_job_on_its_node_with_exactly_its_devices():
     request = job_request(_launch([_pod("n1", (3, 5))]))
     (options,) = request.components
-    assert ["-w", "n1"] == options[options.index("-w") : options.index("-w") + 2]
+    assert options[options.index("-w") : options.index("-w") + 2] == ["-w", "n1"]
     assert "--gres=gpu:g3:1,gpu:g5:1" in options
     assert "srun" not in request.script and "echo hi" in request.script
 

@@ -113,9 +113,10 @@ def _follow(node: Node, state: str, why: str, *, report: NodeSync) -> None:
             report.down.append(node.name)
         else:
             node_follow_executor(node=node, state=state, reason=reason)
-            {NodeState.CORDONED: report.cordoned, NodeState.READY: report.ready}.get(
-                state, report.unreachable
-            ).append(node.name)
+            changed: dict[str, list[str]] = {
+                NodeState.CORDONED: report.cordoned, NodeState.READY: report.ready,
+            }  # fmt: skip
+            changed.get(state, report.unreachable).append(node.name)
         Node.objects.filter(pk=node.pk).update(
             capabilities={**(node.capabilities or {}), "slurm": {"state": state}}
         )

@@ -337,6 +337,7 @@ SLURM_CONF = env.str("SLURM_CONF", default="")
 SLURM_OUTPUT_DIR = env.str("SLURM_OUTPUT_DIR", default="")
 SLURM_JOB_PREFIX = env.str("SLURM_JOB_PREFIX", default="fairway")
 SLURM_COMMAND_TIMEOUT = env.float("SLURM_COMMAND_TIMEOUT", default=20.0)
+SLURM_SUBMIT_GRACE = env.float("SLURM_SUBMIT_GRACE", default=30.0)
 # --- metrics, sign-in attempts, request bodies (the security block, appended) -------------
 # Request bodies are JSON only; one nested too deeply to handle is a 400 (api.parsers).
 REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["api.parsers.JSONParser"]

@@ -197,7 +197,13 @@ class SlurmExecutor:
         release_ready(slurm, jobs, seen_nodes, prefix)
         by_run = jobs_by_run(jobs, prefix)
         records = self._records(slurm, runs, by_run)
-        seen = look(runs, by_run, records, overdue=_overdue(runs, by_run, now), now=now)
+        counts = dict(
+            Node.objects.filter(pk__in={r.node_id for r in runs}).values_list("pk", "gpu_count")
+        )
+        seen = look(
+            runs, by_run, records, overdue=_overdue(runs, by_run, now), now=now,
+            gpu_counts=counts,
+        )  # fmt: skip
         logs.ship(runs, by_run, {p.pk: target(p).output_dir for p in pools})  # before ends
         self._kill_overdue_stops(slurm, runs, by_run, now)
         if seen.resubmit:
@@ -215,16 +221,12 @@ class SlurmExecutor:
         prefix: str,
         sync: nodes.NodeSync,
     ) -> None:
-        ours: dict[str, int] = {}
-        for job in jobs:
-            if job.running and job.comment.startswith(f"{prefix}:"):
-                for name, devices in job.gpus_by_node.items():
-                    ours[name] = ours.get(name, 0) + len(devices)
+        foreign = foreign_gpus(jobs, prefix)
         for pool in pools:
             partition = target(pool).partition
             nodes.mark_reachable(pool, sync)
             part = [n for n in seen_nodes if partition in n.partitions]
-            nodes.sync_nodes(pool, part, ours, sync)
+            nodes.sync_nodes(pool, part, foreign, sync)
 
     def _records(
         self, slurm: SlurmClient, runs: Sequence[LiveRun], by_run: dict[int, list[SlurmJob]]
@@ -270,6 +272,18 @@ class SlurmExecutor:
                 slurm.cancel(late)
             except SlurmError as exc:
                 logger.warning("could not cancel Slurm jobs %s: %s", late, exc)
+
+
+def foreign_gpus(jobs: Sequence[SlurmJob], prefix: str) -> dict[str, int]:
+    """GPUs held on each node by running jobs Fairway did not start (by their tags)."""
+    held: dict[str, int] = {}
+    for job in jobs:
+        if not job.running or job.comment.startswith(f"{prefix}:"):
+            continue
+        for name in job.nodes:
+            count = len(job.gpus_by_node.get(name, ())) or job.gpus_per_node
+            held[name] = held.get(name, 0) + count
+    return held
 
 
 def _overdue(runs: Sequence[LiveRun], by_run: dict[int, list[SlurmJob]], now: datetime) -> set[int]:

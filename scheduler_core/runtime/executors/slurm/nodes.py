@@ -62,10 +62,10 @@ def wanted_state(node: SlurmNode | None) -> tuple[str, str]:
 
 
 def sync_nodes(
-    pool: NodePool, seen: list[SlurmNode], ours: Mapping[str, int], report: NodeSync
+    pool: NodePool, seen: list[SlurmNode], foreign: Mapping[str, int], report: NodeSync
 ) -> None:
-    """Bring the pool's nodes in step with its partition's `seen` nodes; `ours`: GPUs
-    Fairway's own jobs hold on each node (the rest of those in use are others')."""
+    """Bring the pool's nodes in step with its partition's `seen` nodes; `foreign`: GPUs
+    jobs Fairway did not start hold on each node."""
     by_name = {n.name: n for n in seen}
     known = {n.name: n for n in Node.objects.filter(pool=pool)}
     for name, slurm_node in by_name.items():
@@ -74,7 +74,7 @@ def sync_nodes(
             node = _add(pool, slurm_node, report)
             if node is None:
                 continue
-        _update_capacity(node, slurm_node, ours.get(name, 0))
+        _update_capacity(node, slurm_node, foreign.get(name, 0))
     for name, node in {**known, **{n.name: n for n in Node.objects.filter(pool=pool)}}.items():
         _follow(node, *wanted_state(by_name.get(name)), report=report)
 
@@ -92,8 +92,7 @@ def _add(pool: NodePool, slurm_node: SlurmNode, report: NodeSync) -> Node | None
     return node
 
 
-def _update_capacity(node: Node, slurm_node: SlurmNode, ours: int) -> None:
-    foreign = max(len(slurm_node.used_gpus) - ours, 0)
+def _update_capacity(node: Node, slurm_node: SlurmNode, foreign: int) -> None:
     offered = max(slurm_node.gpus - foreign, 0)
     if (node.gpu_count, node.address) != (offered, slurm_node.address):
         node.gpu_count = offered

@@ -15,7 +15,7 @@ For each live run, its job is found by tag (tags.jobs_by_run):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from scheduler_core.runtime.executor import LiveRun, RunPhase, RunReport
@@ -117,9 +117,13 @@ def look(
     *,
     overdue: set[int],
     now: datetime,
+    gpu_counts: Mapping[int, int] | None = None,
 ) -> Seen:
     """Reports for `runs` from the jobs found by tag and the completion records by job
-    id; `overdue`: the starting runs old enough that a job of theirs should exist."""
+    id; `overdue`: the starting runs old enough that a job of theirs should exist;
+    `gpu_counts`: GPUs each node offers Fairway (node id): indices Slurm reports beyond
+    them (a node whose other GPUs jobs Fairway did not start hold) are not recorded,
+    Fairway's own stay."""
     seen = Seen()
     on_node: dict[tuple[int, str], list[int]] = {}
     for run in runs:
@@ -130,6 +134,9 @@ def look(
         if components:
             pods = on_node.get((components[0].root_id, run.node_name), [])
             report = report_job(run, components, sorted(pods), now)
+            limit = (gpu_counts or {}).get(run.node_id)
+            if report and report.devices and limit is not None and max(report.devices) >= limit:
+                report = replace(report, devices=None)
             if report is not None:
                 seen.reports.append(report)
             continue

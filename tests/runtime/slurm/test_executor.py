@@ -89,6 +89,20 @@ def test_the_partition_nodes_are_discovered_and_follow_slurm(slurm_pool, slurm_c
     settle(lambda: Node.objects.get(name="fw3").state == NodeState.READY)
 
 
+def test_gpus_held_by_jobs_fairway_did_not_start_count_as_taken(slurm_pool, slurm_conf, tmp_path):
+    from scheduler_core.runtime.executors.slurm.client import JobRequest
+
+    slurm = SlurmClient(conf=slurm_conf)
+    outside = JobRequest([["-p", PARTITION, "-w", "fw4", "--gres=gpu:6", "-o", "/dev/null"]],
+                         "#!/bin/bash\nsleep 30\n", str(tmp_path))  # fmt: skip
+    job = slurm.submit(outside, hold=False)
+    try:
+        settle(lambda: Node.objects.get(name="fw4").gpu_count == 2, seconds=15)
+    finally:
+        slurm.cancel([job])
+    settle(lambda: Node.objects.get(name="fw4").gpu_count == 8, seconds=20)
+
+
 def test_a_workload_runs_as_a_slurm_job_with_its_gpus_and_its_logs(slurm_pool):
     w = submit(slurm_pool, "high", "hello", 'echo "gpus=$CUDA_VISIBLE_DEVICES"; sleep 1', gpus=2)
     settle(lambda: status(w) == WorkloadStatus.COMPLETED)

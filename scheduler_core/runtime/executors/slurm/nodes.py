@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from scheduler_core.choices import NodeState
-from scheduler_core.models import Node, NodePool
+from scheduler_core.models import Allocation, Node, NodePool
 from scheduler_core.runtime.executors.slurm.records import SlurmNode
 from scheduler_core.services.cluster import (
     node_follow_executor,
@@ -93,7 +93,11 @@ def _add(pool: NodePool, slurm_node: SlurmNode, report: NodeSync) -> Node | None
 
 
 def _update_capacity(node: Node, slurm_node: SlurmNode, foreign: int) -> None:
-    offered = max(slurm_node.gpus - foreign, 0)
+    # never below the highest device index Fairway's own pods hold there: the engine
+    # numbers a node's devices 0..gpu_count-1 (a held job waits for the GPUs meanwhile)
+    placed = Allocation.objects.filter(node=node).values_list("gpu_devices", flat=True)
+    highest = max((int(d) for devices in placed for d in devices or ()), default=-1)
+    offered = max(slurm_node.gpus - foreign, highest + 1, 0)
     if (node.gpu_count, node.address) != (offered, slurm_node.address):
         node.gpu_count = offered
         node.address = slurm_node.address

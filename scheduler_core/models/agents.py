@@ -101,6 +101,10 @@ class PodRun(models.Model):
         max_length=128, blank=True, help_text="The executor's own id of the run (a Slurm job id)."
     )
 
+    # Its place among its pod's runs (1: the first), where a selector numbered them
+    # (selectors.agents.pod_runs_of); not stored.
+    number: int | None = None
+
     class Meta:
         ordering = ["workload_id", "group", "pod_index", "-epoch"]
         constraints = [

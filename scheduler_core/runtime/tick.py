@@ -19,6 +19,7 @@ from scheduler_core.models.agents import LIVE_RUN_STATES
 from scheduler_core.runtime import registry
 from scheduler_core.runtime.executor import Executor, LiveRun
 from scheduler_core.runtime.lifecycle import runs_observed
+from scheduler_core.runtime.nodes import nodes_observed
 from scheduler_core.runtime.reconcile import reconcile
 
 
@@ -65,6 +66,11 @@ def live_runs(backend: str) -> list[LiveRun]:
 def observe(executor: Executor, now: datetime, report: TickReport) -> None:
     """Let `executor` observe its runs and nodes, and apply what it saw."""
     seen = executor.observe(live_runs(executor.backend), now)
+    if seen.nodes is not None:
+        mine = set(NodePool.objects.filter(backend=executor.backend).values_list("pk", flat=True))
+        for pool_id, nodes in seen.nodes.items():
+            if pool_id in mine:  # an executor speaks only for its own pools
+                nodes_observed(pool_id=pool_id, seen=nodes, now=now)
     if seen.runs:
         runs_observed(seen.runs)
     report.completed += seen.completed

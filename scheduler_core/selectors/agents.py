@@ -128,7 +128,8 @@ def workload_logs(
 
 
 def pod_runs_of(workload: Workload) -> dict[str, list[PodRun]]:
-    """Every run of the workload's pods, by pod ("main-0"), newest first. One query."""
+    """Every run of the workload's pods, by pod ("main-0"), newest first, each numbered
+    from its pod's first run (`number`: 1, 2, ...). One query."""
     runs = (
         PodRun.objects.filter(workload=workload)
         .select_related("node")
@@ -137,6 +138,9 @@ def pod_runs_of(workload: Workload) -> dict[str, list[PodRun]]:
     by_pod: dict[str, list[PodRun]] = {}
     for run in runs:
         by_pod.setdefault(run.pod, []).append(run)
+    for pod_runs in by_pod.values():
+        for newer, run in enumerate(pod_runs):
+            run.number = len(pod_runs) - newer
     return by_pod
 
 

@@ -187,17 +187,28 @@ def node_mark_down(*, node: Node, reason: str, silent: bool = False) -> Node:
     return node
 
 
-def _down_for_silence(node: Node) -> bool:
-    """Whether the node's last state change was the liveness check marking it down."""
+def _set_by_executor(node: Node, state: str) -> bool:
+    """Whether the node's last state change made it `state` and was its executor's (a
+    liveness check, what Slurm said), not an admin's."""
     last = (
         SchedulingEvent.objects.filter(node=node, type=EventType.NODE_STATE)
         .order_by("-created_at", "-pk")
         .values_list("details", flat=True)
         .first()
     )
-    return (
-        isinstance(last, dict) and last.get("state") == NodeState.DOWN and bool(last.get("silent"))
-    )
+    return isinstance(last, dict) and last.get("state") == state and bool(last.get("silent"))
+
+
+def node_mark_drained(*, node: Node, reason: str) -> Node:
+    """A ready node's executor says it takes no new pods (Slurm drained it): cordoned,
+    its pods kept. A node in any other state keeps it."""
+    with transaction.atomic():
+        locked = Node.objects.select_for_update().get(pk=node.pk)
+        if locked.state != NodeState.READY:
+            return locked
+        node = _set_state(locked, NodeState.CORDONED, reason, silent=True)
+        request_cycle()
+    return node
 
 
 def node_mark_unreachable(*, node: Node, reason: str) -> Node:
@@ -213,13 +224,14 @@ def node_mark_unreachable(*, node: Node, reason: str) -> Node:
 
 
 def node_mark_reachable(*, node: Node, reason: str) -> Node:
-    """An unreachable node's agent is back, or that of a node marked down because it fell
-    silent: the node takes pods again. A node in any other state (cordoned by an admin,
-    marked down by one) keeps it."""
+    """An unreachable node's agent is back, or a node its executor marked down or
+    drained is fine again: the node takes pods again. A node in any other state
+    (cordoned by an admin, marked down by one) keeps it."""
     with transaction.atomic():
         locked = Node.objects.select_for_update().get(pk=node.pk)
         back = locked.state == NodeState.UNREACHABLE or (
-            locked.state == NodeState.DOWN and _down_for_silence(locked)
+            locked.state in (NodeState.DOWN, NodeState.CORDONED)
+            and _set_by_executor(locked, locked.state)
         )
         if not back:
             return locked

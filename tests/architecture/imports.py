@@ -118,3 +118,39 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                 if len(group) > 1:
                     found.append(sorted(group))
     return found
+
+
+# Modules that stand for themselves in the package graph, not for their package:
+# ports a lower layer may import (each imports nothing of its own package) and shells
+# that sit on top like views (Celery task modules only translate and call services).
+PORTS = {
+    "scheduler_core.loop.triggers": "how anything asks for a cycle (the task, by name)",
+    "scheduler_core.services.errors": "the field errors every input check raises",
+    "scheduler_core.runtime.interface": "the execution interface the apply step sees",
+}
+
+
+def _node(module: str, modules: dict[str, Path]) -> str:
+    """The package a module counts for: its own package, or itself if a port or shell."""
+    if module in PORTS or module.rpartition(".")[2] == "tasks":
+        return module
+    return module if modules[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def package_graph(
+    graph: dict[str, set[str]], modules: dict[str, Path] | None = None
+) -> dict[str, set[str]]:
+    """Package -> the packages its modules import (`modules`: name -> file, by default
+    the project's). A package's own subpackages, and the packages it sits in, aside: a
+    package may use its subpackages, and a subpackage its package's `__init__`."""
+    modules = module_files() if modules is None else modules
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        source = _node(module, modules)
+        edges = packages.setdefault(source, set())
+        for target in targets:
+            sink = _node(target, modules)
+            nested = sink.startswith(f"{source}.") or source.startswith(f"{sink}.")
+            if sink != source and not nested:
+                edges.add(sink)
+    return packages

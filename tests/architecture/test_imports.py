@@ -4,13 +4,18 @@
 
 Inside scheduler_core, the loop sits on top: whatever asks for a cycle does so through
 `loop.triggers`, which sends the cycle task by name, so nothing below the loop imports it.
+Packages do not go round either (`services` -> `runtime` -> `services` would, even with
+no module circle): a package imports another only one way (imports.package_graph; its
+ports and shells listed there).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.architecture.imports import cycles, import_graph
+from tests.architecture.imports import cycles, import_graph, package_graph
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +35,18 @@ def _offending(graph, importer, imported) -> list[str]:
 
 def test_no_module_imports_itself_in_a_circle(graph):
     assert cycles(graph) == []
+
+
+def test_no_package_imports_itself_in_a_circle(graph):
+    assert cycles(package_graph(graph)) == []
+
+
+def test_a_package_circle_is_found():
+    """The check sees a circle that only packages make (no module imports itself)."""
+    graph = {"p.a.x": {"p.b.y"}, "p.b.y": set(), "p.b.z": {"p.a.w"}, "p.a.w": set()}
+    modules = {name: Path(f"{name.replace('.', '/')}.py") for name in graph}
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph, modules)) == [["p.a", "p.b"]]
 
 
 def test_the_domain_never_imports_the_api_or_the_console(graph):
@@ -80,4 +97,24 @@ def test_the_apply_step_knows_the_runtime_only_through_its_interface(graph):
             ),
         )
         == []
+    )
+
+
+def test_the_execution_interface_imports_none_of_its_callers(graph):
+    """The seam's own value types only (the loop and the adapters translate to them)."""
+    assert graph["scheduler_core.runtime.interface"] == set()
+
+
+def test_only_the_registry_names_the_executors(graph):
+    """Below the seam every backend is an executor behind the registry, which imports
+    them by name on first use: nothing of the domain imports one (an executor's own
+    transport, the agents' websocket consumer, and management commands may)."""
+
+    def domain(module: str) -> bool:
+        return module.startswith("scheduler_core") and not module.startswith(
+            ("scheduler_core.runtime.executors", "scheduler_core.management")
+        )
+
+    assert (
+        _offending(graph, domain, lambda t: t.startswith("scheduler_core.runtime.executors.")) == []
     )

@@ -57,9 +57,29 @@ def test_the_output_panel_shows_the_newest_runs_output_escaped_and_its_runs(clie
     assert "step 1 &lt;b&gt;loss&lt;/b&gt;\nstep 2\n</pre>" in html
     assert "first run" not in html  # only the newest run's output
     assert f'data-run="{run.pk}" data-next-offset="26"' in html
-    assert f"Run {run.pk} of main-0 on" in html
+    assert "Run 2 of main-0 on" in html  # its pod's second run, whatever its id
     assert 'data-run-state="running">running</strong>' in html
     assert "killed by SIGKILL" in html  # the history says how the first run ended
+
+
+def test_runs_are_numbered_from_their_pods_first_run(client_for, cluster, agent_node, job):
+    """Ids of runs count every workload's runs; the page counts this pod's."""
+    workload, killed, run = job
+    other = factories.running_workload(cluster["vision"], [agent_node], name="other", gpus=0)
+    for epoch in (3, 4, 5):
+        PodRun.objects.create(
+            workload=other, node=agent_node, pod_index=0, epoch=epoch, state=PodRunState.EXITED
+        )
+    again = PodRun.objects.create(
+        workload=workload, node=agent_node, pod_index=0, epoch=6, state=PodRunState.STARTING,
+    )  # fmt: skip
+    assert again.pk > 3
+    html = _page(client_for("researcher"), workload)
+    assert "Run 3 of main-0 on" in html and f"Run {again.pk} of" not in html
+    numbers = [
+        html.split(f'data-run-id="{r.pk}"><td>')[1].split("<")[0] for r in (again, run, killed)
+    ]
+    assert numbers == ["3", "2", "1"]
 
 
 @pytest.mark.parametrize(

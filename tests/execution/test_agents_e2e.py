@@ -106,6 +106,11 @@ def test_exit_codes_map_to_completed_and_failed_and_the_backoff_limit_holds(stac
     failed = stack.wait_status(bad, "failed", timeout=90)
     assert failed["restarts"] == 1
     assert "exited with code 3; restarted once, backoff limit 1 used up" in failure(stack, bad)
+    # failure is failure: each attempt a failed run with its exit code, never a preemption
+    attempts = events(stack, bad, "run_failed")
+    assert [e["details"]["exit_code"] for e in attempts] == [3, 3]
+    assert events(stack, bad, "preempted") == [] and failed["preemptions"] == 0
+    assert events(stack, ok, "running"), "the running report is pushed as an event"
     stack.wait_status(missing, "failed", timeout=60)
     assert "could not start: " in failure(stack, missing)
     assert "no-such-command-fairway" in failure(stack, missing)
@@ -118,6 +123,12 @@ def test_exit_codes_map_to_completed_and_failed_and_the_backoff_limit_holds(stac
     )  # fmt: skip
     assert waiting["restarts"] == 0
     stack.request("POST", f"/api/v1/workloads/{boxed}/cancel/")
+
+
+def events(stack: AgentStack, pk: int, type: str) -> list[dict]:
+    """The workload's events of one type."""
+    _, data = stack.request("GET", f"/api/v1/events/?workload={pk}&type={type}")
+    return data["results"] if isinstance(data, dict) else data
 
 
 def failure(stack: AgentStack, pk: int) -> str:

@@ -25,5 +25,6 @@ def _own_database() -> str:
 # the executor lives in scheduler_core.runtime, which imports the models: Django is set up
 # before anything of this package is imported
 os.environ["DATABASE_URL"] = _own_database()
+os.environ.pop("REDIS_URL", None)  # no broker: cycles run in this process (eager Celery)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()

@@ -2,9 +2,10 @@
 partition (its default scheduler settings), one department deserving every GPU and one
 project per team deserving its quota; each job submitted through `workload_submit` at its
 arrival, with the same command as on Slurm alone. This process plays the worker and the
-beat: a scheduling cycle and a runtime tick (the Slurm executor's observe: nodes, jobs,
-releases, logs) every LOOP_SECONDS, on a database of its own (SQLite under the
-benchmark's directory)."""
+beat, on a database of its own (SQLite under the benchmark's directory) without a broker:
+every change asks for a cycle, which Celery runs at once in this process (as the worker
+would), and every LOOP_SECONDS a runtime tick (the Slurm executor's observe: nodes,
+jobs, releases, logs) and a safety-net cycle, as the beat sends them."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from django.core.management import call_command
 from benchmarks.slurm_vs_fairway.cluster import PARTITION, BenchSlurm, account
 from benchmarks.slurm_vs_fairway.stamps import Submitted, job_command, read_stamps, tally
 from scheduler_core.choices import TERMINAL_STATES, Backend
-from scheduler_core.loop.cycle import run_cycle
+from scheduler_core.loop.triggers import send_cycle_task
 from scheduler_core.models import NodePool, PodRun, Workload
 from scheduler_core.runtime.tick import tick
 from scheduler_core.services.org import department_create, project_create
@@ -71,8 +72,8 @@ def _done() -> bool:
 
 
 def _step() -> None:
-    run_cycle()
     tick()
+    send_cycle_task()
 
 
 def run(
@@ -85,7 +86,7 @@ def run(
     """Replay `jobs` through Fairway on the benchmark's Slurm; figures and CPU times."""
     bench.add_accounts(bench.start(), {"fairway": 1.0})  # sbatch needs an account there
     settings.SLURM_CONF = bench.conf
-    settings.SCHEDULER_AUTORUN = False  # this process runs the cycles itself
+    settings.SCHEDULER_AUTORUN = True  # cycles run in this process (eager Celery)
     stamps = args.slurm_dir / "stamps-fairway"
     stamps.mkdir(parents=True, exist_ok=True)
     for old in stamps.glob("*.txt"):

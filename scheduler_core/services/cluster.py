@@ -14,7 +14,7 @@ from scheduler_core.engine.transitions import Cause
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Allocation, Node, NodePool, SchedulingEvent, Workload
-from scheduler_core.runtime import registry
+from scheduler_core.schemas.backends import BACKEND_SETTINGS
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.schemas.pools import PoolSettings
 from scheduler_core.services.errors import FieldErrors, check_slug_name, require_non_negative
@@ -23,8 +23,8 @@ from scheduler_core.services.runtime import workload_requeue
 
 def _validate_pool_settings(settings: dict[str, Any], backend: str) -> dict[str, Any]:
     """The settings as given, once they match the pools' schema (PoolSettings) and the
-    backend's own settings its executor's `settings_model` (`backend`: the pool's
-    backend unless the settings change it)."""
+    backend's own settings theirs (schemas.backends; `backend`: the pool's backend unless
+    the settings change it)."""
     try:
         given = validate(PoolSettings, settings).given()
     except SchemaInvalid as exc:
@@ -37,8 +37,8 @@ def _validate_pool_settings(settings: dict[str, Any], backend: str) -> dict[str,
 
 
 def _backend_settings(backend: str, values: dict[str, Any]) -> dict[str, Any]:
-    """A backend's settings as its executor declares them (registry), defaults left out."""
-    model = getattr(registry.executor_for(backend), "settings_model", None)
+    """A backend's settings as schemas.backends declares them, defaults left out."""
+    model = BACKEND_SETTINGS.get(backend)
     if model is None:
         if values:
             raise ValidationError({"backend_settings": [f"the {backend} backend has no settings"]})
@@ -236,18 +236,5 @@ def node_mark_reachable(*, node: Node, reason: str) -> Node:
         if not back:
             return locked
         node = _set_state(locked, NodeState.READY, reason)
-        request_cycle()
-    return node
-
-
-def node_follow_executor(*, node: Node, state: str, reason: str) -> Node:
-    """An executor that discovers its nodes (Slurm) says a node is now `ready` or
-    `cordoned` (drained there: its pods go on, no new ones land). Going down is
-    node_mark_down's (its pods are evicted as a fault)."""
-    with transaction.atomic():
-        node = _set_state(node, state, reason, silent=True)
-        if state == NodeState.READY:
-            node.last_heartbeat = timezone.now()
-            node.save(update_fields=["last_heartbeat"])
         request_cycle()
     return node

@@ -30,6 +30,7 @@ from scheduler_core.runtime.executor import (
     Capability,
     Launch,
     LiveRun,
+    NodeSeen,
     Observation,
     RunPhase,
     RunReport,
@@ -45,11 +46,7 @@ from scheduler_core.runtime.executors.slurm.errors import (
 )
 from scheduler_core.runtime.executors.slurm.observe import look
 from scheduler_core.runtime.executors.slurm.records import SlurmJob, SlurmNode
-from scheduler_core.runtime.executors.slurm.settings import (
-    SlurmPoolSettings,
-    job_prefix,
-    pool_settings,
-)
+from scheduler_core.runtime.executors.slurm.settings import job_prefix, pool_settings
 from scheduler_core.runtime.executors.slurm.submit import (
     PoolTarget,
     release_ready,
@@ -57,6 +54,7 @@ from scheduler_core.runtime.executors.slurm.submit import (
     submit,
 )
 from scheduler_core.runtime.executors.slurm.tags import jobs_by_run
+from scheduler_core.schemas.backends import SlurmPoolSettings
 
 logger = logging.getLogger(__name__)
 
@@ -185,15 +183,13 @@ class SlurmExecutor:
             return Observation()
         slurm = client()
         prefix = job_prefix()
-        sync = nodes.NodeSync()
         try:
             jobs = slurm.jobs()
             seen_nodes = slurm.nodes()
         except SlurmUnavailable as exc:
-            for pool in pools:
-                nodes.mark_unreachable(pool, exc.message, sync)
-            return Observation(nodes_unreachable=sync.unreachable)
-        self._sync_pools(pools, jobs, seen_nodes, prefix, sync)
+            away = [name for pool in pools for name in nodes.mark_unreachable(pool, exc.message)]
+            return Observation(nodes_unreachable=away)
+        by_pool = self._nodes(pools, jobs, seen_nodes, prefix)
         release_ready(slurm, jobs, seen_nodes, prefix)
         by_run = jobs_by_run(jobs, prefix)
         records = self._records(slurm, runs, by_run)
@@ -210,23 +206,24 @@ class SlurmExecutor:
             from scheduler_core.runtime.reconcile import reconcile
 
             reconcile(resend=seen.resubmit, backends=[self.backend])
-        return Observation(runs=seen.reports, nodes_down=sync.down,
-                           nodes_unreachable=sync.unreachable)  # fmt: skip
+        return Observation(runs=seen.reports, nodes=by_pool)
 
-    def _sync_pools(
+    def _nodes(
         self,
         pools: list[NodePool],
         jobs: list[SlurmJob],
         seen_nodes: list[SlurmNode],
         prefix: str,
-        sync: nodes.NodeSync,
-    ) -> None:
+    ) -> dict[int, list[NodeSeen]]:
+        """Each pool's nodes as its partition shows them (the run layer applies them)."""
         foreign = foreign_gpus(jobs, prefix)
+        by_pool = {}
         for pool in pools:
             partition = target(pool).partition
-            nodes.mark_reachable(pool, sync)
             part = [n for n in seen_nodes if partition in n.partitions]
-            nodes.sync_nodes(pool, part, foreign, sync)
+            nodes.keep_addresses(pool, part)
+            by_pool[pool.pk] = nodes.nodes_seen(pool, part, foreign)
+        return by_pool
 
     def _records(
         self, slurm: SlurmClient, runs: Sequence[LiveRun], by_run: dict[int, list[SlurmJob]]

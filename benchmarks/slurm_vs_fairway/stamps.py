@@ -55,6 +55,29 @@ def read_stamps(path: Path) -> list[tuple[str, float]]:
     return found
 
 
+def _runs(stamps: list[tuple[str, float]]) -> list[tuple[float, int, str]]:
+    """A job's starts, preemptions and its finish from its stamps. A run that ended
+    before the job's last start was thrown away: stopped by its trap (`k`), killed
+    without it (a start follows a start), or done just as Fairway preempted it (an `e`
+    followed by a start: its workload was re-queued and ran again)."""
+    last_start = max((i for i, (kind, _) in enumerate(stamps) if kind == "s"), default=-1)
+    found: list[tuple[float, int, str]] = []
+    running = False
+    for index, (kind, at) in enumerate(stamps):
+        if kind == "s":
+            if running:
+                found.append((at, 1, "preempt"))
+            found.append((at, 2, "start"))
+            running = True
+        elif running and (kind == "k" or index < last_start):
+            found.append((at, 1, "preempt"))
+            running = False
+        elif running and kind == "e":
+            found.append((at, 1, "finish"))
+            running = False
+    return found
+
+
 def tally(
     submitted: list[Submitted], cluster: TraceCluster, t0: float, compression: float
 ) -> RunFigures:
@@ -63,20 +86,7 @@ def tally(
     events: list[tuple[float, int, str, Submitted]] = []
     for item in submitted:
         events.append((item.at, 0, "submit", item))
-        stamps = read_stamps(item.stamp)
-        running = False
-        for index, (kind, at) in enumerate(stamps):
-            if kind == "s":
-                if running:  # killed without its trap running: that run was lost too
-                    events.append((at, 1, "preempt", item))
-                events.append((at, 2, "start", item))
-            running = kind == "s"
-            if kind == "s":
-                continue
-            if kind == "e":
-                events.append((at, 1, "finish", item))
-            elif kind == "k" and index + 1 < len(stamps):
-                events.append((at, 1, "preempt", item))
+        events += [(at, order, kind, item) for at, order, kind in _runs(read_stamps(item.stamp))]
     events.sort(key=lambda e: (e[0], e[1]))
     run = RunTally(capacity_gpus=cluster.gpus, shares=cluster.quotas)
     for at, _, kind, item in events:

@@ -54,6 +54,7 @@ from scheduler_core.runtime.executors.slurm.submit import (
     submit,
 )
 from scheduler_core.runtime.executors.slurm.tags import jobs_by_run
+from scheduler_core.runtime.launch import Launches
 from scheduler_core.schemas.backends import SlurmPoolSettings
 
 logger = logging.getLogger(__name__)
@@ -118,10 +119,10 @@ class SlurmExecutor:
                                    f"{launch.image!r}")  # fmt: skip
                 continue
             if len(launch.pods) < launch.gang_size:
-                logger.warning(
-                    "workload %s: %d of its %d pods handed at once; they start as one job",
-                    launch.workload_id, len(launch.pods), launch.gang_size,
-                )  # fmt: skip
+                whole = whole_gang(launch)
+                if whole is None:
+                    continue  # the others' runs are not recorded yet: their start comes
+                launch = whole
             try:
                 submit(slurm, run_launch(launch, target(pool), seen, prefix), known, prefix)
             except SlurmRejected as exc:
@@ -269,6 +270,23 @@ class SlurmExecutor:
                 slurm.cancel(late)
             except SlurmError as exc:
                 logger.warning("could not cancel Slurm jobs %s: %s", late, exc)
+
+
+def whole_gang(launch: Launch) -> Launch | None:
+    """The launch of every pod of the workload, when only some were handed now (a
+    reconcile of some nodes only): one job runs the whole gang. None until every pod's
+    run is recorded (a later start hands the rest)."""
+    runs = list(
+        PodRun.objects.filter(
+            workload_id=launch.workload_id, state="starting", allocation__isnull=False
+        ).select_related("node")
+    )
+    if len(runs) < launch.gang_size:
+        return None
+    specs = Launches([launch.workload_id], launch.grace_period)
+    if not specs.wanted(launch.workload_id):
+        return None
+    return specs.launch(launch.workload_id, [specs.pod(run, run.node) for run in runs])
 
 
 def foreign_gpus(jobs: Sequence[SlurmJob], prefix: str) -> dict[str, int]:

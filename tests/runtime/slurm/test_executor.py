@@ -138,7 +138,7 @@ def test_a_gang_runs_as_one_job_and_its_pods_see_each_other(slurm_pool):
     w = submit(slurm_pool, "high", "gang", PEER, pods=3, gpus=8)
     settle(lambda: status(w) == WorkloadStatus.COMPLETED)
     runs = list(PodRun.objects.filter(workload=w))
-    assert len({r.external_id for r in runs}) == 1  # one Slurm job
+    assert len({r.external_id for r in runs}) == 1  # one Slurm job, started once
     assert "rank 0 heard ['rank1', 'rank2'] world 3" in logs(w)
 
 

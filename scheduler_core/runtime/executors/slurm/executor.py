@@ -222,7 +222,6 @@ class SlurmExecutor:
         for pool in pools:
             partition = target(pool).partition
             part = [n for n in seen_nodes if partition in n.partitions]
-            nodes.keep_addresses(pool, part)
             by_pool[pool.pk] = nodes.nodes_seen(pool, part, foreign)
         return by_pool
 

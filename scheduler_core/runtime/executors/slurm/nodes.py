@@ -60,18 +60,10 @@ def nodes_seen(
             NodeSeen(
                 name=node.name, state=state, gpu_count=offered, gpu_model=node.gpu_model,
                 cpu=float(node.cpus), memory=round(node.memory_mib / 1024, 1),
-                reason=f"node {node.name}: {why}",
+                reason=f"node {node.name}: {why}", address=node.address,
             )
         )  # fmt: skip
     return seen
-
-
-def keep_addresses(pool: NodePool, partition: Sequence[SlurmNode]) -> None:
-    """Each node's address as Slurm has it (where its pods reach their peers)."""
-    for node in partition:
-        Node.objects.filter(pool=pool, name=node.name).exclude(address=node.address).update(
-            address=node.address
-        )
 
 
 def mark_unreachable(pool: NodePool, why: str) -> list[str]:

@@ -4,6 +4,7 @@ benchmarks.slurm_vs_fairway [--quick]`. See __main__ for what it prints."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -28,3 +29,4 @@ os.environ["DATABASE_URL"] = _own_database()
 os.environ.pop("REDIS_URL", None)  # no broker: cycles run in this process (eager Celery)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
+logging.getLogger("celery").setLevel(logging.WARNING)  # a line per eager cycle otherwise

@@ -22,15 +22,26 @@ def slurm_conf() -> str:
     conf = os.environ.get("SLURM_CONF", "")
     if not conf or not Path(conf).is_file():
         pytest.skip('no Slurm cluster: run `eval "$(bin/slurm start)"` (bin/test does)')
-    if not SlurmClient(conf=conf, timeout=10).ping():
+    client = SlurmClient(conf=conf, timeout=10)
+    if not client.ping():
         pytest.skip(f"the Slurm controller of {conf} does not answer")
+    resume_drained(client)
     return conf
+
+
+def resume_drained(client: SlurmClient) -> None:
+    """Nodes a test left drained (Slurm drains a node that reports a job id a restarted
+    controller gave again) take jobs again."""
+    drained = [n.name for n in client.nodes(PARTITION) if n.flags & {"DRAIN", "DRAINED"}]
+    if drained:
+        client.run(["scontrol", "update", f"nodename={','.join(drained)}", "state=resume"])
 
 
 @pytest.fixture
 def slurm(slurm_conf: str) -> Iterator[SlurmClient]:
     """A client of the test cluster; the jobs a test submitted are cancelled after it."""
     client = TrackingClient(conf=slurm_conf, timeout=15)
+    resume_drained(client)
     yield client
     client.cancel(client.submitted)
 

@@ -60,6 +60,9 @@ from scheduler_core.schemas.backends import SlurmPoolSettings
 logger = logging.getLogger(__name__)
 
 
+LATE_LOG_SECONDS = 30.0  # a run's output is still read this long after its end was seen
+
+
 def submit_grace() -> float:
     """Seconds a starting run may go without a job before it is submitted again."""
     return float(getattr(settings, "SLURM_SUBMIT_GRACE", 30.0))
@@ -201,7 +204,8 @@ class SlurmExecutor:
             runs, by_run, records, overdue=_overdue(runs, by_run, now), now=now,
             gpu_counts=counts,
         )  # fmt: skip
-        logs.ship(runs, by_run, {p.pk: target(p).output_dir for p in pools})  # before ends
+        dirs = {p.pk: target(p).output_dir for p in pools}
+        logs.ship(runs, by_run, dirs, ended_since=now - timedelta(seconds=LATE_LOG_SECONDS))
         self._kill_overdue_stops(slurm, runs, by_run, now)
         if seen.resubmit:
             from scheduler_core.runtime.reconcile import reconcile

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 
-from scheduler_core.models import Node, PodRun
+from scheduler_core.models import PodRun
 from scheduler_core.runtime.executor import LiveRun
 from scheduler_core.runtime.executors.slurm.records import SlurmJob
 from scheduler_core.runtime.executors.slurm.submit import log_path
@@ -34,25 +35,28 @@ def ship(
     runs: Sequence[LiveRun],
     by_run: Mapping[int, list[SlurmJob]],
     output_dirs: Mapping[int, Path],
+    *,
+    ended_since: datetime,
 ) -> int:
-    """Store new output of every run whose job has started; bytes stored in all.
+    """Store new output of every run whose job has started, and of runs that ended since
+    `ended_since` (a pod's last lines may land after its end was seen); bytes stored.
     `output_dirs`: each pool's output directory, by pool id."""
-    started = [r for r in runs if any(j.running or j.ended for j in by_run.get(r.run_id, ()))]
-    if not started:
+    started = {
+        r.run_id for r in runs if any(j.running or j.ended for j in by_run.get(r.run_id, ()))
+    }
+    ended = PodRun.objects.filter(
+        node__pool_id__in=list(output_dirs), ended_at__gte=ended_since
+    ).values_list("pk", flat=True)
+    wanted = started | set(ended)
+    if not wanted:
         return 0
-    sizes = dict(
-        PodRun.objects.filter(pk__in=[r.run_id for r in started]).values_list("pk", "log_size")
-    )
-    nodes = {n.pk: n for n in Node.objects.filter(pk__in={r.node_id for r in started})}
     stored = 0
-    for run in started:
-        node = nodes.get(run.node_id)
-        directory = output_dirs.get(node.pool_id) if node else None
-        if node is None or directory is None:
+    for run in PodRun.objects.filter(pk__in=wanted).select_related("node"):
+        directory = output_dirs.get(run.node.pool_id)
+        if directory is None:
             continue
-        offset = sizes.get(run.run_id, 0)
-        data = read_from(log_path(directory, run.workload_id, run.run_id), offset)
+        data = read_from(log_path(directory, run.workload_id, run.pk), run.log_size)
         if data:
-            record_log(node=node, run_id=run.run_id, offset=offset, data=data)
+            record_log(node=run.node, run_id=run.pk, offset=run.log_size, data=data)
             stored += len(data)
     return stored

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
 from scheduler_core.choices import EventType, WorkloadKind, WorkloadStatus
+from scheduler_core.engine.transitions import DEFAULT_FAILED_RUN_RESTARTS
 from scheduler_core.models import Department, NodePool, Project
 from scheduler_core.models.queue_owner import QueueOwner
 from scheduler_core.services.workloads import WorkloadRequest
@@ -128,7 +129,10 @@ class SubmitForm(forms.Form):
     )
     weight = forms.FloatField(initial=1.0, help_text="Demand weight under the fairshare policy.")
     backoff_limit = forms.IntegerField(
-        required=False, min_value=0, help_text="Restarts allowed after node faults."
+        required=False,
+        min_value=0,
+        help_text="Restarts allowed after node faults or failed runs (empty: faults always, "
+        f"failed runs {DEFAULT_FAILED_RUN_RESTARTS}).",
     )
     checkpoint_every = forms.FloatField(
         required=False, min_value=0, help_text="Seconds between checkpoints (kept on preemption)."

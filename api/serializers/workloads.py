@@ -11,6 +11,7 @@ from rest_framework import serializers
 from api.fields import NameRelatedField, StrictSlugField, schema_field
 from api.serializers.base import SchemaInputSerializer, StrictInputSerializer
 from scheduler_core.choices import WorkloadKind, WorkloadStatus
+from scheduler_core.engine.transitions import DEFAULT_FAILED_RUN_RESTARTS
 from scheduler_core.models import NodePool, Project
 from scheduler_core.schemas.workloads import NewPriority, WorkloadSubmission
 from scheduler_core.services.workloads import WorkloadRequest
@@ -72,7 +73,10 @@ class WorkloadSubmitSerializer(SchemaInputSerializer):
         "weight", "Share among the project's workloads of the same priority (default 1)."
     )
     backoff_limit = _documented(
-        "backoff_limit", "Restarts after node faults before the workload fails (null: no limit)."
+        "backoff_limit",
+        "Restarts after node faults or failed runs (a non-zero exit) before the workload "
+        f"fails (null: node faults always restart it, failed runs {DEFAULT_FAILED_RUN_RESTARTS} "
+        "times).",
     )
     spec = _documented(
         "spec",
@@ -181,9 +185,13 @@ class WorkloadSerializer(serializers.Serializer):
     )
     weight = serializers.FloatField(help_text="Share among equal-priority workloads.")
     backoff_limit = serializers.IntegerField(
-        allow_null=True, help_text="Restarts allowed after node faults (null: no limit)."
+        allow_null=True,
+        help_text="Restarts allowed after node faults or failed runs (null: faults always, "
+        f"failed runs {DEFAULT_FAILED_RUN_RESTARTS} times).",
     )
-    restarts = serializers.IntegerField(help_text="Restarts after node faults so far.")
+    restarts = serializers.IntegerField(
+        help_text="Restarts after node faults or failed runs so far."
+    )
     preemptions = serializers.IntegerField(
         help_text="Times reclaim or priority preemption evicted it so far."
     )

@@ -47,7 +47,8 @@ DELETED = "deleted"
 @dataclass(slots=True)
 class SimEvent:
     """Something that happened to a workload: submitted, allocated, preempted, moved,
-    shrunk, expanded, completed, failed or deleted."""
+    shrunk, expanded, run_failed (its pods crashed; it runs again), completed, failed or
+    deleted."""
 
     at: float
     type: str

@@ -209,7 +209,8 @@ class WorkloadSpec:
     groups: its pod groups; it starts only when every group's min_pods fit together.
     node_selector: labels a node must carry. weight: demand weight (policy fairshare).
     submitted_at / creation_order: queue order among equals (earlier first).
-    backoff_limit: restarts allowed after faults (None: faults are always retried).
+    backoff_limit: restarts allowed after faults or failed runs (None: faults are always
+    retried, failed runs transitions.DEFAULT_FAILED_RUN_RESTARTS times).
     restarts: restarts so far. status: pending|running. pods: current placements (in
     group order). pool: the pool it runs in. started_at: when it (re)started.
     started_cycle: the ClusterSnapshot.cycle that (re)started it, which orders runs

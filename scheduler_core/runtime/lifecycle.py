@@ -90,7 +90,11 @@ def run_observed(report: RunReport) -> bool:
     if found is None:
         return False
     workload = Workload.objects.select_for_update().get(pk=found.workload_id)
-    run = PodRun.objects.select_for_update().select_related("node__pool").get(pk=report.run_id)
+    run = (
+        PodRun.objects.select_for_update(of=("self",))  # the run only: nodes come first
+        .select_related("node__pool")
+        .get(pk=report.run_id)
+    )
     if run.state not in LIVE_RUN_STATES:
         return False  # a repeat, or a late report of a run that ended
     _note_executor_facts(run, report)

@@ -6,6 +6,7 @@ what they report is applied (runtime.lifecycle), starts and stops still owed go 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -21,6 +22,8 @@ from scheduler_core.runtime.executor import Executor, LiveRun
 from scheduler_core.runtime.lifecycle import runs_observed
 from scheduler_core.runtime.nodes import nodes_observed
 from scheduler_core.runtime.reconcile import reconcile
+
+logger = logging.getLogger(__name__)
 
 
 def prune_history(now: datetime) -> None:
@@ -48,6 +51,7 @@ class TickReport:
     completed: int = 0
     nodes_down: list[str] = field(default_factory=list)
     nodes_unreachable: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # backends whose observe failed
 
 
 def live_runs(backend: str) -> list[LiveRun]:
@@ -85,7 +89,11 @@ def tick(now: datetime | None = None) -> TickReport:
     now = now or timezone.now()
     report = TickReport()
     for executor in registry.executors():
-        observe(executor, now, report)
+        try:
+            observe(executor, now, report)
+        except Exception:  # one executor's outage (Slurm unreachable) stops no other's tick
+            logger.exception("the %s executor failed to observe its runs", executor.backend)
+            report.failed.append(executor.backend)
     reconcile()  # a safety net: starts and stops that a lost message or a crash left owed
     if _prune_now():
         prune_history(now)

@@ -26,7 +26,8 @@ ConsolidationEvaluations = Annotated[int, whole(ge=0, le=MAX_CONSOLIDATION_EVALU
 Policy = Annotated[str, one_of(POLICIES)]
 Placement = Annotated[str, one_of(PLACEMENTS)]
 FairshareMode = Annotated[str, one_of(FAIRSHARE_MODES)]
-BACKENDS = ("simulated", "agent", "slurm")  # scheduler_core.choices.Backend
+# choices.Backend's values (the schemas import no Django; a test keeps the two equal)
+BACKENDS = ("simulated", "agent", "slurm")
 MAX_GRACE_PERIOD = 86400
 BackendName = Annotated[str, one_of(BACKENDS)]
 GracePeriod = Annotated[int, whole(ge=0, le=MAX_GRACE_PERIOD)]

@@ -1,8 +1,9 @@
 """GPU allocation over time per project, rebuilt from scheduling events.
 
 Each workload's events are replayed in order (allocated -> holding its GPUs; preempted,
-completed, failed, cancelled, suspended -> holding none), starting from what runs now for
-workloads that started before the window. Two queries, whatever the window.
+a failed run, completed, failed, cancelled, suspended -> holding none), starting from
+what runs now for workloads that started before the window. Two queries, whatever the
+window.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from scheduler_core.models import Allocation, NodePool, SchedulingEvent, Workloa
 STARTS = {EventType.ALLOCATED, EventType.EXPANDED, EventType.SHRUNK, EventType.MOVED}
 STOPS = {
     EventType.PREEMPTED,
+    EventType.RUN_FAILED,
     EventType.COMPLETED,
     EventType.FAILED,
     EventType.DELETED,

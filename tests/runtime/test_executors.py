@@ -199,3 +199,20 @@ def test_an_executor_speaks_only_for_its_own_pools(fake, fake_pool, cluster):
     tick()
     assert not Node.objects.filter(name="intruder").exists()
     assert {n.state for n in cluster["nodes"]} == {NodeState.READY}
+
+
+def test_one_executors_outage_stops_no_others_tick(fake, monkeypatch, cluster):
+    """Slurm unreachable: its observe fails, the simulator's runs still complete."""
+    monkeypatch.setattr(
+        registry, "EXECUTORS", {"fake": f"{__name__}:the_fake", **registry.EXECUTORS}
+    )
+
+    def unreachable(runs, now):
+        raise ConnectionError("slurmctld does not answer")
+
+    monkeypatch.setattr(fake, "observe", unreachable)
+    w = factories.running_workload(cluster["vision"], [cluster["nodes"][0]], spec={"duration": 5})
+    report = tick(timezone.now() + timedelta(seconds=10))
+    assert report.failed == ["fake"] and report.completed == 1
+    w.refresh_from_db()
+    assert w.status == WorkloadStatus.COMPLETED

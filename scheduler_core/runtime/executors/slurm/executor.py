@@ -48,6 +48,7 @@ from scheduler_core.runtime.executors.slurm.observe import look
 from scheduler_core.runtime.executors.slurm.records import SlurmJob, SlurmNode
 from scheduler_core.runtime.executors.slurm.settings import job_prefix, pool_settings
 from scheduler_core.runtime.executors.slurm.submit import (
+    FreeGpus,
     PoolTarget,
     release_ready,
     run_launch,
@@ -112,6 +113,8 @@ class SlurmExecutor:
             return  # observe submits them once Slurm answers (submit_grace)
         pools = _pools_of_nodes(p.node_id for launch in launches for p in launch.pods)
         refused: list[RunReport] = []
+        free = FreeGpus(seen.values())  # released at once where their GPUs are free now
+        ready: list[int] = []
         for launch in launches:
             pool = pools.get(launch.pods[0].node_id)
             if pool is None:
@@ -126,22 +129,26 @@ class SlurmExecutor:
                 if whole is None:
                     continue  # the others' runs are not recorded yet: their start comes
                 launch = whole
+            shaped = run_launch(launch, target(pool), seen, prefix)
             try:
-                submit(slurm, run_launch(launch, target(pool), seen, prefix), known, prefix)
+                job_id = submit(slurm, shaped, known, prefix)
             except SlurmRejected as exc:
                 refused += _refuse(launch, f"Slurm refused the job: {exc.message}")
             except SlurmUnavailable as exc:
                 logger.warning("Slurm stopped answering during submissions: %s", exc)
                 break
+            if job_id is not None and free.claim_launch(shaped):
+                ready.append(job_id)
         if refused:
             from scheduler_core.runtime.lifecycle import runs_observed
 
             runs_observed(refused)
-        self._release(slurm, prefix)
+        self._release(slurm, ready)
 
-    def _release(self, slurm: SlurmClient, prefix: str) -> None:
+    def _release(self, slurm: SlurmClient, job_ids: list[int]) -> None:
+        """Release jobs whose GPUs were free (the others wait for an observe)."""
         try:
-            release_ready(slurm, slurm.jobs(), slurm.nodes(), prefix)
+            slurm.release(job_ids)
         except SlurmError as exc:
             logger.warning("could not release held Slurm jobs (next observe tries): %s", exc)
 

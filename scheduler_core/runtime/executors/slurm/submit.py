@@ -22,7 +22,7 @@ from pathlib import Path
 
 from scheduler_core.runtime.executor import Launch
 from scheduler_core.runtime.executors.slurm.client import SlurmClient
-from scheduler_core.runtime.executors.slurm.launch import PodLaunch, RunLaunch, job_request
+from scheduler_core.runtime.executors.slurm.launch import PodLaunch, RunLaunch, by_node, job_request
 from scheduler_core.runtime.executors.slurm.records import SlurmJob, SlurmNode
 from scheduler_core.runtime.executors.slurm.tags import job_comment, job_name, runs_of
 
@@ -101,26 +101,38 @@ class FreeGpus:
         self.taken: dict[str, set[int]] = {n.name: set(n.used_gpus) for n in self.nodes.values()}
         self.counted: dict[str, int] = {}
 
-    def fits(self, job: SlurmJob) -> bool:
-        """Whether each node the component asks is usable with its GPUs free."""
-        for name in job.required_nodes:
-            node = self.nodes.get(name)
-            if node is None or not node.usable:
-                return False
-            pinned = job.pinned_gpus
-            if pinned and set(pinned) & self.taken[name]:
-                return False
-            free = node.gpus - len(self.taken[name]) - self.counted.get(name, 0)
-            if job.gpus_per_node > free:
-                return False
+    def _fits(self, name: str, pinned: tuple[int, ...], count: int) -> bool:
+        node = self.nodes.get(name)
+        if node is None or not node.usable or set(pinned) & self.taken[name]:
+            return False
+        return count <= node.gpus - len(self.taken[name]) - self.counted.get(name, 0)
+
+    def _take(self, name: str, pinned: tuple[int, ...], count: int) -> None:
+        if pinned:
+            self.taken[name] |= set(pinned)
+        else:
+            self.counted[name] = self.counted.get(name, 0) + count
+
+    def _claim(self, needs: list[tuple[str, tuple[int, ...], int]]) -> bool:
+        if not all(self._fits(*need) for need in needs):
+            return False
+        for need in needs:
+            self._take(*need)
         return True
 
-    def take(self, job: SlurmJob) -> None:
-        for name in job.required_nodes:
-            if job.pinned_gpus:
-                self.taken[name] |= set(job.pinned_gpus)
-            else:
-                self.counted[name] = self.counted.get(name, 0) + job.gpus_per_node
+    def claim_job(self, components: Iterable[SlurmJob]) -> bool:
+        """Take a held job's GPUs if every node it asks has them free now."""
+        return self._claim(
+            [
+                (name, c.pinned_gpus, c.gpus_per_node)
+                for c in components
+                for name in c.required_nodes
+            ]
+        )
+
+    def claim_launch(self, launch: RunLaunch) -> bool:
+        """The same for a job just submitted (its shape as Fairway asked it)."""
+        return self._claim([(s.node, s.gpus, s.gpu_count) for s in by_node(launch.pods)])
 
 
 def release_ready(
@@ -133,13 +145,7 @@ def release_ready(
         if job.held and runs_of(job, prefix):
             groups.setdefault(job.root_id, []).append(job)
     free = FreeGpus(nodes)
-    ready = []
-    for root in sorted(groups):
-        components = groups[root]
-        if all(free.fits(c) for c in components):
-            for c in components:
-                free.take(c)
-            ready.append(root)
+    ready = [root for root in sorted(groups) if free.claim_job(groups[root])]
     if ready:
         client.release(ready)
     return ready

@@ -209,9 +209,12 @@ class SlurmClient:
         """Clear a re-queued job's begin time (otherwise it waits cred_expire)."""
         self.run(["scontrol", "update", f"jobid={job_id}", "StartTime=now"])
 
-    def signal(self, job_id: int, signal: str) -> None:
-        """Send `signal` to every process of the job (its batch shell and steps)."""
-        self._gone_is_done(["scancel", "--full", f"--signal={signal}", str(job_id)])
+    def signal(self, job_id: int, signal: str, *, batch: bool = True) -> None:
+        """Send `signal` to the job's processes: its batch shell and steps (`batch`), or
+        only its steps (the tasks of an `srun`, which itself would end the step at once
+        on SIGTERM, before the tasks' own handlers run)."""
+        scope = ["--full"] if batch else []
+        self._gone_is_done(["scancel", *scope, f"--signal={signal}", str(job_id)])
 
     def cancel(self, job_ids: Iterable[int]) -> None:
         """End jobs: SIGTERM, then SIGKILL after KillWait; a job already gone is fine."""

@@ -54,7 +54,7 @@ from scheduler_core.runtime.executors.slurm.submit import (
     run_launch,
     submit,
 )
-from scheduler_core.runtime.executors.slurm.tags import jobs_by_run
+from scheduler_core.runtime.executors.slurm.tags import jobs_by_run, runs_of
 from scheduler_core.runtime.launch import Launches
 from scheduler_core.schemas.backends import SlurmPoolSettings
 
@@ -134,6 +134,7 @@ class SlurmExecutor:
                 job_id = submit(slurm, shaped, known, prefix)
             except SlurmRejected as exc:
                 refused += _refuse(launch, f"Slurm refused the job: {exc.message}")
+                continue
             except SlurmUnavailable as exc:
                 logger.warning("Slurm stopped answering during submissions: %s", exc)
                 break
@@ -178,7 +179,8 @@ class SlurmExecutor:
             if job.pending or stop.reason == StopReason.LOST or stop.grace_period <= 0:
                 slurm.cancel([job.root_id])
                 return
-            slurm.signal(job.root_id, signal)
+            # a gang's pods are an srun's tasks: they get it, the srun (batch shell) not
+            slurm.signal(job.root_id, signal, batch=len(runs_of(job, job_prefix())) <= 1)
         except SlurmError as exc:
             logger.warning("could not stop Slurm job %s (observe retries): %s", job.root_id, exc)
             return

@@ -60,10 +60,23 @@ def settle(done: Callable[[], bool], seconds: float = 30.0) -> None:
     deadline = time.monotonic() + seconds
     while not done():
         if time.monotonic() > deadline:
-            raise AssertionError("not settled in time")
+            raise AssertionError(f"not settled in time: {_state()}")
         run_cycle()
         tick()
         time.sleep(0.2)
+
+
+def _state() -> str:
+    """Workloads, runs and nodes, for a test that did not settle."""
+    return repr(
+        [
+            list(Workload.objects.values_list("name", "status", "pending_reason")),
+            list(
+                PodRun.objects.values_list("pk", "workload__name", "state", "external_id", "reason")
+            ),
+            list(Node.objects.values_list("name", "state", "gpu_count")),
+        ]
+    )
 
 
 def status(workload: Workload) -> str:
@@ -197,6 +210,6 @@ def test_a_controller_killed_and_restarted_loses_nothing(slurm_pool):
         assert status(before) == WorkloadStatus.RUNNING
     finally:
         subprocess.run([*ctl, "start", "ctld"], check=True)
-    settle(lambda: status(during) == status(before) == WorkloadStatus.COMPLETED, seconds=40)
+    settle(lambda: status(during) == status(before) == WorkloadStatus.COMPLETED, seconds=60)
     assert PodRun.objects.filter(workload__in=[before, during]).count() == 2
     assert "before-ran" in logs(before) and "during-ran" in logs(during)

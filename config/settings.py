@@ -350,6 +350,14 @@ AGENT_MAX_FRAMES_PER_SECOND = env.float("AGENT_MAX_FRAMES_PER_SECOND", default=5
 AGENT_FRAME_BURST = env.float("AGENT_FRAME_BURST", default=2000.0)
 # Seconds a join token works when its creator gives no expiry (a day).
 JOIN_TOKEN_TTL = env.float("JOIN_TOKEN_TTL", default=86400.0)
+# --- Slurm pools (README, "Slurm"): the cluster's slurm.conf (empty: Slurm's default), the
+# directory shared with the nodes where pods write their output (empty: var/slurm-output),
+# the prefix of Fairway's job names, and how long one Slurm command may take.
+SLURM_CONF = env.str("SLURM_CONF", default="")
+SLURM_OUTPUT_DIR = env.str("SLURM_OUTPUT_DIR", default="")
+SLURM_JOB_PREFIX = env.str("SLURM_JOB_PREFIX", default="fairway")
+SLURM_COMMAND_TIMEOUT = env.float("SLURM_COMMAND_TIMEOUT", default=20.0)
+SLURM_SUBMIT_GRACE = env.float("SLURM_SUBMIT_GRACE", default=30.0)
 # --- metrics, sign-in attempts, request bodies (the security block, appended) -------------
 # Request bodies are JSON only; one nested too deeply to handle is a 400 (api.parsers).
 REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["api.parsers.JSONParser"]

@@ -17,6 +17,7 @@ class Backend(models.TextChoices):
 
     SIMULATED = "simulated", "Simulated (runs end after their duration)"
     AGENT = "agent", "Node agents (real processes)"
+    SLURM = "slurm", "Slurm (a partition of a Slurm cluster)"
 
 
 DEFAULT_BACKEND = Backend.SIMULATED

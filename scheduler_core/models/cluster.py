@@ -111,7 +111,12 @@ class NodePool(models.Model):
     time_based_k = models.FloatField(default=1.0, validators=[MinValueValidator(0)])
     backend = models.CharField(
         max_length=16, choices=Backend.choices, default=DEFAULT_BACKEND,
-        help_text="What runs this pool's pods: the simulator, or node agents.",
+        help_text="What runs this pool's pods: the simulator, node agents, or Slurm.",
+    )  # fmt: skip
+    backend_settings = models.JSONField(
+        default=dict, blank=True,
+        help_text="The backend's own settings (a Slurm pool's partition, signal, ...), as "
+        "its executor's settings model declares them.",
     )  # fmt: skip
     grace_period = models.PositiveIntegerField(
         default=30, help_text="Seconds between SIGTERM and SIGKILL when a pod is stopped."

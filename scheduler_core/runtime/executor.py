@@ -157,6 +157,7 @@ class NodeSeen:
     cpu: float = 0.0
     memory: float = 0.0
     reason: str = ""
+    address: str = ""  # where its pods reach each other (peers, MASTER_ADDR); "": its name
 
 
 @dataclass

@@ -22,7 +22,7 @@ from scheduler_core.services.cluster import (
     node_mark_reachable,
 )
 
-SHAPE = ("gpu_count", "gpu_model", "cpu", "memory")
+SHAPE = ("gpu_count", "gpu_model", "cpu", "memory", "address")
 
 
 def nodes_observed(*, pool_id: int, seen: Sequence[NodeSeen], now: datetime) -> None:

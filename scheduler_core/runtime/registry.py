@@ -19,6 +19,7 @@ from scheduler_core.runtime.executor import Capability, Executor, has
 EXECUTORS: dict[str, str] = {
     Backend.SIMULATED: "scheduler_core.runtime.executors.simulated.executor:SimulatedExecutor",
     Backend.AGENT: "scheduler_core.runtime.executors.agent.executor:AgentExecutor",
+    Backend.SLURM: "scheduler_core.runtime.executors.slurm.executor:SlurmExecutor",
 }
 
 

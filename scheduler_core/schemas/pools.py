@@ -3,7 +3,7 @@ scenario's `config:` and `pools:` entries and a what-if's `changes.pools`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -31,7 +31,7 @@ FairshareMode = Annotated[str, one_of(FAIRSHARE_MODES)]
 Profile = Annotated[str, one_of(PROFILES)]
 LostWorkRatio = Annotated[float, number(gt=0, le=10)]
 # choices.Backend's values (the schemas import no Django; a test keeps the two equal)
-BACKENDS = ("simulated", "agent")
+BACKENDS = ("simulated", "agent", "slurm")
 MAX_GRACE_PERIOD = 86400
 BackendName = Annotated[str, one_of(BACKENDS)]
 GracePeriod = Annotated[int, whole(ge=0, le=MAX_GRACE_PERIOD)]
@@ -72,6 +72,9 @@ class PoolSettings(PoolRules):
     time_based_k: Omittable[UsageK] = None
     backend: Omittable[BackendName] = None
     grace_period: Omittable[GracePeriod] = None
+    # the backend's own settings, checked by its executor's settings_model (a Slurm
+    # pool's partition, signal, ...: docs/slurm.md)
+    backend_settings: Omittable[dict[str, Any]] = None
 
 
 class TimeBased(StrictModel):

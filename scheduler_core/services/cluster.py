@@ -9,25 +9,46 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler_core import access
-from scheduler_core.choices import EventType, NodeState
+from scheduler_core.choices import DEFAULT_BACKEND, EventType, NodeState
 from scheduler_core.engine.profiles import DEFAULT_PROFILE_FOR_LABS, with_profile
 from scheduler_core.engine.transitions import Cause
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import Allocation, Node, NodePool, SchedulingEvent, Workload
+from scheduler_core.schemas.backends import BACKEND_SETTINGS
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.schemas.pools import PoolSettings
 from scheduler_core.services.errors import FieldErrors, check_slug_name, require_non_negative
 from scheduler_core.services.runtime import workload_requeue
 
 
-def _validate_pool_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """The settings as given, once they match the pools' schema (PoolSettings), with a
-    `profile` replaced by the settings it gives (engine.profiles.with_profile)."""
+def _validate_pool_settings(settings: dict[str, Any], backend: str) -> dict[str, Any]:
+    """The settings as given, once they match the pools' schema (PoolSettings) and the
+    backend's own settings theirs (schemas.backends; `backend`: the pool's backend unless
+    the settings change it), with a `profile` replaced by the settings it gives
+    (engine.profiles.with_profile)."""
     try:
-        return with_profile(validate(PoolSettings, settings).given())
+        given = with_profile(validate(PoolSettings, settings).given())
     except SchemaInvalid as exc:
         raise ValidationError(exc.by_field()) from None
+    if "backend_settings" in given:
+        given["backend_settings"] = _backend_settings(
+            given.get("backend", backend), given["backend_settings"]
+        )
+    return given
+
+
+def _backend_settings(backend: str, values: dict[str, Any]) -> dict[str, Any]:
+    """A backend's settings as schemas.backends declares them, defaults left out."""
+    model = BACKEND_SETTINGS.get(backend)
+    if model is None:
+        if values:
+            raise ValidationError({"backend_settings": [f"the {backend} backend has no settings"]})
+        return {}
+    try:
+        return validate(model, values).model_dump(exclude_unset=True)
+    except SchemaInvalid as exc:
+        raise ValidationError(exc.by_field("backend_settings")) from None
 
 
 def pool_create(*, user, name: str, **settings: Any) -> NodePool:
@@ -40,13 +61,14 @@ def pool_create(*, user, name: str, **settings: Any) -> NodePool:
     if NodePool.objects.filter(name=name).exists():
         errors.add_conflict("name", f"a pool named {name!r} already exists")
     errors.raise_if_any()
-    return NodePool.objects.create(name=name, **_validate_pool_settings(settings))
+    values = _validate_pool_settings(settings, DEFAULT_BACKEND)
+    return NodePool.objects.create(name=name, **values)
 
 
 def pool_update(*, user, pool: NodePool, **settings: Any) -> NodePool:
     """Change a pool's policy or scheduling settings (a `profile` sets all of its own)."""
     access.require_system_admin(user, "manage pools and nodes")
-    settings = _validate_pool_settings(settings)
+    settings = _validate_pool_settings(settings, pool.backend)
     with transaction.atomic():
         for key, value in settings.items():
             setattr(pool, key, value)

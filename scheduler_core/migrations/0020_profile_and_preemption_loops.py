@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scheduler_core", "0016_simulation_trace"),
+        ("scheduler_core", "0019_slurm_backend"),
     ]
 
     operations = [

@@ -1,0 +1,141 @@
+"""Side 2: Fairway deciding, Slurm executing. A pool with backend `slurm` on the same
+partition (its default scheduler settings), one department deserving every GPU and one
+project per team deserving its quota; each job submitted through `workload_submit` at its
+arrival, with the same command as on Slurm alone. This process plays the worker and the
+beat, on a database of its own (SQLite under the benchmark's directory) without a broker:
+every change asks for a cycle, which Celery runs at once in this process (as the worker
+would), and every LOOP_SECONDS a runtime tick (the Slurm executor's observe: nodes,
+jobs, releases, logs) and a safety-net cycle, as the beat sends them."""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from benchmarks.slurm_vs_fairway.cluster import PARTITION, BenchSlurm, account
+from benchmarks.slurm_vs_fairway.stamps import Submitted, job_command, read_stamps, tally
+from scheduler_core.choices import TERMINAL_STATES, Backend
+from scheduler_core.loop.triggers import send_cycle_task
+from scheduler_core.models import NodePool, PodRun, Workload
+from scheduler_core.runtime.tick import tick
+from scheduler_core.services.org import department_create, project_create
+from scheduler_core.services.quotas import queue_owner_set_quota
+from scheduler_core.services.workloads import WorkloadRequest, workload_submit
+from scheduler_core.whatif.run_figures import RunFigures
+from scheduler_core.whatif.traces import TraceCluster, TraceJob, pod_shape
+
+LOOP_SECONDS = 0.25
+
+
+def _cluster_in_fairway(cluster: TraceCluster, output: Path) -> dict[str, Any]:
+    """The pool, department, projects and quotas; the projects by team."""
+    call_command("migrate", verbosity=0)
+    user = get_user_model().objects.create_superuser(username="bench", password="x", email="")
+    pool = NodePool.objects.create(
+        name="slurm", backend=Backend.SLURM, grace_period=5,
+        backend_settings={
+            "partition": PARTITION, "output_dir": str(output), "account": account("fairway"),
+        },
+    )  # fmt: skip
+    department = department_create(user=user, name="teams")
+    queue_owner_set_quota(user=user, owner=department, pool=pool, gpus=float(cluster.gpus))
+    projects: dict[str, Any] = {"user": user, "pool": pool}
+    for team, gpus in sorted(cluster.quotas.items()):
+        project = project_create(user=user, department=department, name=f"t-{team}")
+        queue_owner_set_quota(user=user, owner=project, pool=pool, gpus=float(gpus))
+        projects[team] = project
+    return projects
+
+
+def _submit(
+    job: TraceJob, seconds: float, stamp: Path, context: dict[str, Any], gpus_per_node: int
+) -> None:
+    pods, per_pod = pod_shape(job.gpus, gpus_per_node)
+    request = WorkloadRequest(
+        project=context[job.team], name=job.name, pods=pods, gpus=float(per_pod),
+        pools=[context["pool"]], spec={"command": job_command(stamp, seconds)},
+    )  # fmt: skip
+    workload_submit(user=context["user"], request=request)
+
+
+def _done() -> bool:
+    return not Workload.objects.exclude(status__in=TERMINAL_STATES).exists()
+
+
+def _step() -> None:
+    tick()
+    send_cycle_task()
+
+
+def run(
+    jobs: list[TraceJob],
+    cluster: TraceCluster,
+    args: argparse.Namespace,
+    bench: BenchSlurm,
+    log: Callable[[str], None],
+) -> tuple[RunFigures, str]:
+    """Replay `jobs` through Fairway on the benchmark's Slurm; figures and CPU times."""
+    bench.add_accounts(bench.start(), {"fairway": 1.0})  # sbatch needs an account there
+    settings.SLURM_CONF = bench.conf
+    settings.SCHEDULER_AUTORUN = True  # cycles run in this process (eager Celery)
+    stamps = args.slurm_dir / "stamps-fairway"
+    stamps.mkdir(parents=True, exist_ok=True)
+    for old in stamps.glob("*.txt"):
+        old.unlink()
+    context = _cluster_in_fairway(cluster, args.slurm_dir / "output")
+    tick()  # discover the partition's nodes
+    ctld = bench.controller_cpu_seconds()
+    cpu = time.process_time()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.time() + 2.0
+    submitted: list[Submitted] = []
+    pending = list(jobs)
+    while pending or not _done():
+        now = time.time()
+        while pending and t0 + pending[0].submitted / args.compression <= now:
+            job = pending.pop(0)
+            stamp = stamps / f"{job.name}.txt"
+            _submit(job, job.duration / args.compression, stamp, context, 8)
+            submitted.append(Submitted(job, time.time(), stamp))
+        began = time.monotonic()
+        _step()
+        time.sleep(max(0.0, LOOP_SECONDS - (time.monotonic() - began)))
+    log(f"fairway on slurm: {len(submitted)} jobs done")
+    used = time.process_time() - cpu
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    commands = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+    spent_ctld = bench.controller_cpu_seconds() - ctld
+    latency = _start_latency(submitted)
+    text = (
+        f"fairway {used:.1f} s (+ its Slurm commands {commands:.1f} s), slurmctld "
+        f"{spent_ctld:.1f} s; placement to process start p50 {latency}"
+    )
+    return tally(submitted, cluster, t0, args.compression), text
+
+
+def _start_latency(submitted: list[Submitted]) -> str:
+    """p50/p95 from a run's creation (Fairway placed the pod) to its process's first line."""
+    firsts: dict[str, list[float]] = {}
+    for item in submitted:
+        firsts[item.job.name] = [at for kind, at in read_stamps(item.stamp) if kind == "s"]
+    gaps = []
+    for name, created in PodRun.objects.filter(group="main", pod_index=0).values_list(
+        "workload__name", "created_at"
+    ):
+        starts = [s for s in firsts.get(name, []) if s >= created.timestamp() - 0.05]
+        if starts:
+            gaps.append(min(starts) - created.timestamp())
+    if not gaps:
+        return "-"
+    gaps.sort()
+    p95 = gaps[min(len(gaps) - 1, int(0.95 * len(gaps)))]
+    return f"{statistics.median(gaps):.2f} s (p95 {p95:.2f} s, n={len(gaps)})"

@@ -1,6 +1,7 @@
 """Quotas (admins): each department's and project's deserved GPUs and limit per pool, edited
-inline with validation, and a what-if panel below the edited row: who saving it would
-preempt or start now, and the fair shares it moves. Rank and
+inline with validation, and a what-if panel below the edited row: what saving it would
+do now to running and waiting work (preempt, move, shrink, grow, start), and the fair
+shares it moves. Rank and
 over-quota weight are not per pool: they are shown here and edited on the owner's own page.
 """
 

@@ -61,6 +61,18 @@ def quota_page(request):
     )
 
 
+@admin_required
+def quota_now(request):
+    """What each row's queue holds and its fair share now, as elements the page swaps in by
+    id (live.js `data-live-by-id`), so the figures stay live while a row is being edited."""
+    tables = quota_table(user=request.user, gpus_by_pool=_gpus_by_pool())
+    return render(
+        request,
+        "console/partials/_quota_now_all.html",
+        {"rows": _rows(tables), "scale": bar_scale(tables)},
+    )
+
+
 def _initial_form(row: QuotaRow) -> QuotaRowForm:
     return QuotaRowForm(prefix=row.key, initial={"gpus": row.gpus, "limit_gpus": row.limit_gpus})
 

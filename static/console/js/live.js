@@ -13,6 +13,9 @@
  *   data-live-resync-only                 with data-live-src: re-fetched only on (re)connect
  *   data-live-keep-ticks                  with data-live-src: its ticked checkboxes never hold
  *                                         a refresh and stay ticked (matched by name and value)
+ *   data-live-by-id                       with data-live-src: the answer's elements replace the
+ *                                         page's elements of the same id, wherever they are
+ *                                         (figures inside a table of forms being edited)
  *
  * A pod's output (`log` frames) is handed on as a `live:log` event on document (logs.js).
  *
@@ -294,6 +297,11 @@
     }
     return fetchRegion(region, src).then(function (html) {
       if (html === null) return;
+      if (region.hasAttribute("data-live-by-id")) {
+        replaceById(html);
+        applied(region);
+        return;
+      }
       if (isBusy(region)) { // the user started typing while the answer was on its way
         hold(region);
         return;
@@ -310,6 +318,20 @@
         if (again && region.contains(again)) again.focus();
       }
       applied(region);
+    });
+  }
+
+  /* Each element of `html` with an id replaces the page's element of that id, flashed when
+     its text changed. Nothing the user edits is inside such elements. */
+  function replaceById(html) {
+    var holder = document.createElement("template");
+    holder.innerHTML = html.trim();
+    Array.prototype.slice.call(holder.content.children).forEach(function (fresh) {
+      var old = fresh.id ? document.getElementById(fresh.id) : null;
+      if (!old) return;
+      var changed = old.textContent.replace(/\s+/g, " ") !== fresh.textContent.replace(/\s+/g, " ");
+      old.replaceWith(fresh);
+      if (changed) flash(fresh);
     });
   }
 

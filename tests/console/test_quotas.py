@@ -119,7 +119,8 @@ def test_the_live_figures_are_each_rows_held_and_fair_share(client_for, cluster,
     """What the quotas page swaps in live: one element per row it shows, by id."""
     html = client_for("dept_admin").get(reverse("console:quota_now")).content.decode()
     vision, pool = cluster["vision"], cluster["pool"]
-    vision_now = html.split(f'id="now-project-{vision.pk}-{pool.pk}"', 1)[1].split("</div></div>")[0]
+    marker = f'id="now-project-{vision.pk}-{pool.pk}"'
+    vision_now = html.split(marker, 1)[1].split("</div></div>")[0]
     assert "10 held · fairshare 9" in vision_now
     assert f'id="now-project-{cluster["infra"].pk}-' not in html  # another department's
     assert client_for("researcher").get(reverse("console:quota_now")).status_code == 403

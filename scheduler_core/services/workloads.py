@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,8 @@ from scheduler_core.models import (
     WorkloadCandidatePool,
 )
 from scheduler_core.schemas.errors import SchemaInvalid, validate
-from scheduler_core.schemas.workloads import NewPriority, PodGroup, WorkloadSubmission
+from scheduler_core.schemas.workloads import NewPriority, WorkloadSubmission
+from scheduler_core.selectors.workload_fit import never_fits
 from scheduler_core.services.errors import Conflict, FieldErrors
 
 
@@ -88,46 +88,6 @@ class WorkloadRequest:
         return validate(WorkloadSubmission, {k: v for k, v in stated.items() if v is not None})
 
 
-def _fits_somewhere(
-    errors: FieldErrors,
-    groups: list[PodGroup],
-    pools: Sequence[NodePool],
-    nodes_by_pool: dict[int, list[Node]],
-    use_groups: bool,
-) -> None:
-    """A pod must fit on one node, and the gang's minimum in one pool's total capacity."""
-    pool_names = ", ".join(p.name for p in pools) or "any pool"
-    nodes = [n for p in pools for n in nodes_by_pool.get(p.pk, [])]
-    if not nodes:
-        errors.add("pools", f"{pool_names} has no nodes")
-        return
-    for i, g in enumerate(groups):
-        prefix = f"groups[{i}]." if use_groups else ""
-        for key, attr, unit in (
-            ("gpus", "gpu_count", "GPUs"),
-            ("cpu", "cpu", "CPU cores"),
-            ("memory", "memory", "GiB of memory"),
-        ):
-            largest = max(getattr(n, attr) for n in nodes)
-            want = getattr(g, key)
-            if key != "gpus" and largest == 0:
-                continue  # nodes that do not declare cpu/memory do not limit it
-            if want > largest:
-                errors.add(
-                    f"{prefix}{key}",
-                    f"a pod asks for {want:g} {unit} but the largest node in {pool_names} "
-                    f"has {largest:g}",
-                )
-    gang_gpus = sum(g.gang * (math.ceil(g.gpus) if g.gpus >= 1 else g.gpus) for g in groups)
-    best = max(sum(n.gpu_count for n in nodes_by_pool.get(p.pk, [])) for p in pools)
-    if gang_gpus > best:
-        errors.add(
-            "min_pods" if not use_groups else "groups",
-            f"the gang needs {gang_gpus:g} GPUs at once but the largest candidate pool "
-            f"({pool_names}) has {best:g} GPUs in total",
-        )
-
-
 def _validate(
     req: WorkloadRequest, *, nodes_by_pool: dict[int, list[Node]], all_pools: list[NodePool]
 ) -> tuple[WorkloadSubmission, list[NodePool]]:
@@ -146,9 +106,13 @@ def _validate(
     except SchemaInvalid as exc:
         errors.extend(exc.by_field())
     errors.raise_if_any()
-    _fits_somewhere(
-        errors, shape.pod_groups(), list(req.pools) or all_pools, nodes_by_pool, bool(shape.groups)
-    )
+    for key, problem in never_fits(
+        shape.pod_groups(),
+        list(req.pools) or all_pools,
+        nodes_by_pool,
+        use_groups=bool(shape.groups),
+    ):
+        errors.add(key, problem)
     errors.raise_if_any()
     return shape, list(req.pools)
 

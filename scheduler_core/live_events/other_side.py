@@ -25,7 +25,12 @@ NEUTRAL_REASONS = {
 }
 
 
-OTHER_SIDE_TYPES = (EventType.PREEMPTED, EventType.SHRUNK)
+FALLBACK_REASONS = {
+    EventType.PREEMPTED: "evicted for another project",
+    EventType.SHRUNK: "gave up pods to another project",
+}
+"""The neutral reason of an event whose kind names no neutral reason (older records)."""
+OTHER_SIDE_TYPES = tuple(FALLBACK_REASONS)
 """Events that may name the workload they made room for."""
 UNNAMED_BEFORE = ("reclaimed by ", "preempted by ")
 """How the reason of a shrink recorded without `by` starts when it names its beneficiary."""
@@ -57,8 +62,5 @@ def as_seen_by(
         return reason, details
     if details.get("by_project_id") in project_ids:
         return reason, details
-    fallback = "gave up pods to another project" if type == EventType.SHRUNK else None
-    neutral = NEUTRAL_REASONS.get(
-        details.get("kind", ""), fallback or "evicted for another project"
-    )
+    neutral = NEUTRAL_REASONS.get(details.get("kind", ""), FALLBACK_REASONS.get(type, ""))
     return neutral, {k: v for k, v in details.items() if k not in OTHER_SIDE_DETAILS}

@@ -455,7 +455,9 @@
     if (!state) return;
     var row = tbody.querySelector('tr[data-workload-id="' + state.id + '"]');
     if (!row) {
-      if (event.type === "submitted" && tbody.hasAttribute("data-live-row-src")) countIfShown(tbody, state.id);
+      if (!tbody.hasAttribute("data-live-row-src")) return;
+      if (event.type === "submitted") countIfShown(tbody, state.id);
+      else if (pendingNew(tbody).has(state.id)) recount(tbody, state.id);
       return;
     }
     row.setAttribute("data-status", state.status);
@@ -495,6 +497,20 @@
         showNew(tbody);
       })
       .catch(function () { /* counted at the next resync */ });
+  }
+
+  /* A counted workload changed (it finished, or moved out of the page's filters): it stays
+     counted only while the row source still shows it, so "N new" never counts rows that
+     "show" would not add. */
+  function recount(tbody, id) {
+    var src = tbody.getAttribute("data-live-row-src") + id + "/" + location.search;
+    fetch(src, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then(function (r) {
+        if (r.status !== 204) return;
+        pendingNew(tbody).delete(id);
+        showNew(tbody);
+      })
+      .catch(function () { /* counted again, or not, at the next resync */ });
   }
 
   function pendingNew(tbody) {

@@ -3,6 +3,8 @@ beside the field at fault, and shown side by side with FIFO and backfill."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
@@ -115,6 +117,18 @@ def test_the_page_shows_the_schedulers_side_by_side_with_charts(client_for, clus
     assert html.count("data-trace-chart=") == 3
     assert "GPUs asked by waiting jobs" in html
     assert "2 h of it from 2017-10-25T19:00 UTC on 4 nodes \u00d7 8 GPUs" in html
+    # issue 34, item 12: the three charts share one scale (y axis and hours) to compare
+    charts = html.split("data-trace-chart=")[1:]
+    scales = {
+        (
+            tuple(
+                re.findall(r'text-anchor="end">(\d+(?:\.\d+)?)</text>', chart.split("</svg>")[0])
+            ),
+            tuple(re.findall(r'text-anchor="(?:start|middle|end)">([\d.]+ h)</text>', chart)),
+        )
+        for chart in charts
+    }
+    assert len(scales) == 1, scales
 
 
 def test_two_trace_runs_compare_by_the_engines_figures(client_for, cluster):

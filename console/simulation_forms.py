@@ -17,6 +17,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.http import QueryDict
 
 from console.forms import json_field
 from console.kept_uploads import KeptUpload, upload_keep, upload_kept
@@ -475,9 +476,10 @@ class SimulationForm(forms.Form):
         if kept is None:
             return None
         self.kept[field] = kept
-        if self.is_bound:  # the hidden field sends the token back with the next try
-            self.data = self.data.copy()
-            self.data[self.add_prefix(self.KEPT_FIELDS[field])] = kept.token
+        if isinstance(self.data, QueryDict):  # the hidden field sends the token back next try
+            sent = self.data.copy()
+            sent[self.add_prefix(self.KEPT_FIELDS[field])] = kept.token
+            self.data = sent
         return kept.text
 
     def clean(self) -> dict[str, Any]:

@@ -25,7 +25,7 @@ NEUTRAL_REASONS = {
 }
 
 
-FALLBACK_REASONS = {
+FALLBACK_REASONS: dict[str, str] = {
     EventType.PREEMPTED: "evicted for another project",
     EventType.SHRUNK: "gave up pods to another project",
 }

@@ -26,7 +26,7 @@ def _pending(project, name, position, **kwargs):
 def _rows(html: str) -> list[tuple[str, str, str]]:
     """(position, ahead, workload name) of every queue row, in page order."""
     return re.findall(
-        r'data-cell="position">(#\d+)</td>\s*<td class="num" data-cell="ahead">(\d+)</td>\s*'
+        r'data-cell="position">(#\d+)</td>\s*<td class="num" data-cell="ahead"[^>]*>(\d+)</td>\s*'
         r'<td class="name"><a href="[^"]+">([^<]+)</a>',
         html,
     )

@@ -58,11 +58,14 @@ def test_the_queue_says_why_on_a_phone_without_scrolling_sideways(live, cluster)
     run_cycle()  # the pool (16 GPUs) is full: "waits" waits
     page = live.page("alice", width=PHONE, height=844)
     page.goto(f"{live.url}/queue/")
+    live.wait_live(page)  # the live region has been fetched again once
     reason = page.locator("[data-pool=a100] td.reason").first
     expect(reason).to_be_visible()
     expect(reason).not_to_be_empty()
-    box = reason.bounding_box()
-    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE, box
+    left, right = reason.evaluate(
+        "e => { const r = e.getBoundingClientRect(); return [r.left, r.right]; }"
+    )
+    assert left >= 0 and right <= PHONE, (left, right)
 
 
 def test_each_node_button_names_its_node(live, cluster):

@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
+from api.docs import local_assets_only
 from api.exceptions import not_found_view
 from api.views.account import MeView, TokenViewSet
 from api.views.agents import AgentRegisterView
@@ -40,10 +41,16 @@ v1 = [
 urlpatterns = [
     path("v1/", include(v1)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path(
+        "docs/",
+        local_assets_only(SpectacularSwaggerView.as_view(url_name="api:schema")),
+        name="docs",
+    ),
     path(
         "redoc/",
-        SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html"),
+        local_assets_only(
+            SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html")
+        ),
         name="redoc",
     ),
     re_path(r"^[\s\S]*$", not_found_view),  # any path, newlines included

@@ -5,11 +5,14 @@ DATABASE_URL, REDIS_URL, SECRET_KEY, DEBUG, ALLOWED_HOSTS. With none of them set
 runs embedded: SQLite under ./var and (when started by `manage.py run`) an embedded Redis.
 """
 
+import os
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
 from whitenoise.compress import Compressor
+
+from scheduler_core.directory.config import directory_config
 
 # Every variable is read through `env` (django-environ). A value that starts with $ names
 # another variable whose value it takes (SECRET_KEY=$OTHER); write \$ for a literal $.
@@ -125,6 +128,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Sign-in with the lab's LDAP directory when LDAP_URL is set (README, "Configuration"):
+# local users first, then the directory (scheduler_core.directory).
+LDAP_DIRECTORY = directory_config(os.environ)
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"] + (
+    ["scheduler_core.directory.backend.DirectoryBackend"] if LDAP_DIRECTORY else []
+)
 LOGIN_URL = "console:login"
 LOGIN_REDIRECT_URL = "console:overview"
 LOGOUT_REDIRECT_URL = "console:login"

@@ -103,15 +103,17 @@ def stacked_area(
     capacity: float | None = None,
     unit: str = "GPUs",
     x_title: str = "time",
+    y_top: float = 0.0,
 ) -> SafeString:
     """A stacked step-area chart of `series` over sample points labelled `labels` (first,
     middle and last are printed), with a capacity line if given; axis titles (`x_title`,
-    `unit`) and, below the plot (`height` tall), a legend naming every series drawn."""
+    `unit`) and, below the plot (`height` tall), a legend naming every series drawn. The y
+    axis reaches at least `y_top`, so that charts drawn side by side share one scale."""
     left, right, top, bottom = 52, 10, 10, 40
     plot_w, plot_h = width - left - right, height - top - bottom
     n = len(labels)
     totals = [sum(s.values[i] for s in series) for i in range(n)]
-    peak = max([*totals, capacity or 0, 0])
+    peak = max([*totals, capacity or 0, y_top, 0])
     y_max = _nice_ceiling(peak)
     legend = _legend_rows(legend_entries(series, capacity), plot_w)
     full_height = height + (len(legend) * LEGEND_ROW + 6 if legend else 0)

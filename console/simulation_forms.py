@@ -17,8 +17,10 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.http import QueryDict
 
 from console.forms import json_field
+from console.kept_uploads import KeptUpload, upload_keep, upload_kept
 from scheduler_core import access
 from scheduler_core.engine.profiles import PROFILE_KAI, PROFILE_LAB
 from scheduler_core.engine.snapshot import FAIRSHARE_MODES, PLACEMENTS, POLICIES
@@ -457,8 +459,40 @@ class SimulationForm(forms.Form):
         ),
     )
 
+    trace_kept = forms.CharField(required=False, widget=forms.HiddenInput)
+    team_nodes_kept = forms.CharField(required=False, widget=forms.HiddenInput)
+
     MAX_UPLOAD = 2 * 1024 * 1024
     MAX_TRACE_UPLOAD = 8 * 1000 * 1000
+    KEPT_FIELDS = {"trace_file": "trace_kept", "team_nodes_file": "team_nodes_kept"}
+    """File fields whose upload is kept for the next try when the form has errors, and the
+    hidden field that carries its token (console.kept_uploads)."""
+
+    def __init__(self, *args: Any, owner: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.owner = owner
+        self.kept: dict[str, KeptUpload] = {}
+        """The uploads kept for the next try, by file field (shown beside it)."""
+
+    def _upload_text(self, data: dict[str, Any], field: str, what: str, limit: int) -> str | None:
+        """The text of the file uploaded in `field` now, else of the one kept from the
+        last try; either is kept for the next try."""
+        upload = data.get(field)
+        if upload is not None:
+            text = self._text(upload, field, what, limit)
+            if text is None:
+                return None
+            kept: KeptUpload | None = upload_keep(owner=self.owner, name=upload.name, text=text)
+        else:
+            kept = upload_kept(owner=self.owner, token=data.get(self.KEPT_FIELDS[field]))
+        if kept is None:
+            return None
+        self.kept[field] = kept
+        if isinstance(self.data, QueryDict):  # the hidden field sends the token back next try
+            sent = self.data.copy()
+            sent[self.add_prefix(self.KEPT_FIELDS[field])] = kept.token
+            self.data = sent
+        return kept.text
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -481,11 +515,12 @@ class SimulationForm(forms.Form):
     def _clean_trace(self, data: dict[str, Any]) -> None:
         """The trace's text and its options (`trace_options`), as the service takes them."""
         limit = self.MAX_TRACE_UPLOAD
-        data["trace_text"] = self._text(data.get("trace_file"), "trace_file", "trace", limit) or ""
-        if data.get("trace_file") is None:
+        trace = self._upload_text(data, "trace_file", "trace", limit)
+        data["trace_text"] = trace or ""
+        if trace is None and "trace_file" not in self.errors:
             self.add_error("trace_file", "upload the trace (CSV)")
         team_nodes = None
-        text = self._text(data.get("team_nodes_file"), "team_nodes_file", "team sizes", limit)
+        text = self._upload_text(data, "team_nodes_file", "team sizes", limit)
         if text:
             try:
                 team_nodes = parse_team_nodes(io.StringIO(text, newline=""))

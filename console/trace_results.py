@@ -5,7 +5,8 @@ for by waiting jobs, hour by hour (scheduler_core.whatif.trace_runs stores the r
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from console.charts import Series, stacked_area
@@ -21,13 +22,14 @@ def trace_context(result: Mapping[str, Any]) -> dict[str, Any]:
     figures = stored_figures(result["runs"])
     cluster = result.get("cluster") or {}
     capacity = cluster.get("nodes", 0) * cluster.get("gpus_per_node", 0)
+    scale = shared_scale(figures.values())
     return {
         "header": result.get("header", ""),
         "titles": [TITLES.get(label, label) for label in figures],
         "rows": figure_rows(figures),
         "summary": outcome_text(figures),
         "charts": [
-            {"title": TITLES.get(label, label), "svg": timeline_chart(f, capacity)}
+            {"title": TITLES.get(label, label), "svg": timeline_chart(f, capacity, scale)}
             for label, f in figures.items()
         ],
     }
@@ -76,13 +78,43 @@ def trace_comparison(named: Sequence[tuple[str, Mapping[str, Any] | None]]) -> d
     }
 
 
-def timeline_chart(figures: RunFigures, capacity: float) -> str:
-    """GPUs in use and GPUs asked for by waiting jobs, stacked, hour by hour."""
+@dataclass(frozen=True)
+class ChartScale:
+    """What the charts of one page share: the hours on the x axis (the longest run's) and
+    the top of the y axis (the most GPUs any run had in use and asked for at once)."""
+
+    hours: list[float]
+    y_top: float
+
+
+def shared_scale(runs: Iterable[RunFigures]) -> ChartScale:
+    """One scale for the charts of `runs`, so that they compare at a glance."""
+    hours: list[float] = []
+    y_top = 0.0
+    for figures in runs:
+        timeline = figures.timeline or {}
+        if len(timeline.get("hours") or []) > len(hours):
+            hours = list(timeline["hours"])
+        pairs = zip(
+            timeline.get("gpus_in_use") or [], timeline.get("gpus_waiting") or [], strict=False
+        )
+        y_top = max([y_top, *(used + waiting for used, waiting in pairs)])
+    return ChartScale(hours=hours, y_top=y_top)
+
+
+def timeline_chart(figures: RunFigures, capacity: float, scale: ChartScale | None = None) -> str:
+    """GPUs in use and GPUs asked for by waiting jobs, stacked, hour by hour, on `scale`
+    (a run that ended earlier than the longest holds nothing after its end)."""
     timeline = figures.timeline or {}
-    hours = timeline.get("hours") or []
+    hours = scale.hours if scale else list(timeline.get("hours") or [])
+
+    def padded(key: str) -> list[float]:
+        values = list(timeline.get(key) or [])
+        return values + [0.0] * (len(hours) - len(values))
+
     series = [
-        Series("GPUs in use", IN_USE, list(timeline.get("gpus_in_use") or [])),
-        Series("GPUs asked by waiting jobs", WAITING, list(timeline.get("gpus_waiting") or [])),
+        Series("GPUs in use", IN_USE, padded("gpus_in_use")),
+        Series("GPUs asked by waiting jobs", WAITING, padded("gpus_waiting")),
     ]
     return stacked_area(
         [f"{round(h, 1):g} h" for h in hours],
@@ -90,6 +122,7 @@ def timeline_chart(figures: RunFigures, capacity: float) -> str:
         capacity=capacity or None,
         height=200,
         x_title="hours since the window opened",
+        y_top=scale.y_top if scale else 0.0,
     )
 
 

@@ -46,6 +46,7 @@ urlpatterns = [
     path("submit/", submit.submit, name="submit"),
     path("submit/preview/", submit.submit_preview, name="submit_preview"),
     path("quotas/", quotas.quota_page, name="quotas"),
+    path("quotas/now/", quotas.quota_now, name="quota_now"),
     path(
         "quotas/<str:kind>/<int:owner_id>/<int:pool_id>/",
         quotas.quota_save,

@@ -82,6 +82,27 @@ def since(value: datetime | None) -> str:
     return _human((timezone.now() - value).total_seconds())
 
 
+RELTIME_STYLES = ("ago", "duration")
+"""How a ticking time reads: "3m ago", or the duration alone ("3m", for "waiting 3m")."""
+
+
+@register.simple_tag
+def reltime(value: datetime | None, style: str = "ago") -> str:
+    """How long ago `value` was, in an element that reltime.js keeps ticking (on every
+    page), its absolute time in the title."""
+    if not value:
+        return "—"
+    assert style in RELTIME_STYLES, style
+    text = since(value) + (" ago" if style == "ago" else "")
+    return format_html(
+        '<time datetime="{}" title="{}" data-reltime="{}">{}</time>',
+        value.isoformat(),
+        timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S"),
+        style,
+        text,
+    )
+
+
 @register.filter
 def seconds(value) -> str:
     """A number of seconds as a compact duration."""

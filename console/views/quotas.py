@@ -1,6 +1,7 @@
 """Quotas (admins): each department's and project's deserved GPUs and limit per pool, edited
-inline with validation, and a what-if panel below the edited row: who saving it would
-preempt or start now, and the fair shares it moves. Rank and
+inline with validation, and a what-if panel below the edited row: what saving it would
+do now to running and waiting work (preempt, move, shrink, grow, start), and the fair
+shares it moves. Rank and
 over-quota weight are not per pool: they are shown here and edited on the owner's own page.
 """
 
@@ -57,6 +58,18 @@ def quota_page(request):
         "console/quotas.html",
         "quotas",
         {"tables": tables, "forms": forms, "scale": bar_scale(tables)},
+    )
+
+
+@admin_required
+def quota_now(request):
+    """What each row's queue holds and its fair share now, as elements the page swaps in by
+    id (live.js `data-live-by-id`), so the figures stay live while a row is being edited."""
+    tables = quota_table(user=request.user, gpus_by_pool=_gpus_by_pool())
+    return render(
+        request,
+        "console/partials/_quota_now_all.html",
+        {"rows": _rows(tables), "scale": bar_scale(tables)},
     )
 
 

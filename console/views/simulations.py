@@ -52,7 +52,7 @@ def simulation_list(request):
     if add_row:  # "Add a change" without JavaScript: the same form, one row more
         form = SimulationForm(initial={k: request.POST.get(k) for k in SimulationForm.base_fields})
         return _list_page(request, form, rows)
-    form = SimulationForm(request.POST, request.FILES)
+    form = SimulationForm(request.POST, request.FILES, owner=request.user.pk)
     simulation = _start(request, form, rows)
     if simulation is not None:
         messages.success(request, f"{simulation.name} is queued.")

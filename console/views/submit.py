@@ -3,6 +3,8 @@ a preview of where the workload would fit right now."""
 
 from __future__ import annotations
 
+import math
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -14,8 +16,12 @@ from console.permissions import role_required
 from console.views.common import page
 from scheduler_core import access
 from scheduler_core.models import NodePool
+from scheduler_core.schemas.base import MAX_PODS
+from scheduler_core.schemas.errors import SchemaInvalid
+from scheduler_core.schemas.workloads import MAX_GROUPS
 from scheduler_core.selectors.placement_preview import placement_preview
 from scheduler_core.selectors.submittable import submittable_projects
+from scheduler_core.selectors.workload_fit import GroupAsk, PodAsk
 from scheduler_core.services.workloads import workload_submit
 
 
@@ -39,6 +45,51 @@ def _form(request, data=None) -> SubmitForm:
     )
 
 
+def _number(value, default: float) -> float:
+    """A number a user typed into a JSON group, or `default` when it is none."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return number if math.isfinite(number) else default
+
+
+def _pods(value) -> int:
+    """A count of pods a form holds, within what the schema accepts."""
+    return min(max(1, int(_number(value, 1))), MAX_PODS)
+
+
+def _asked_groups(form: SubmitForm) -> list[GroupAsk]:
+    """The pod groups the form asks for: as the submission reads them once the form is
+    valid, else as far as its fields can be read (the form is still being filled in)."""
+    if form.is_bound and form.is_valid():
+        try:
+            return list(form.to_request().shape().pod_groups())
+        except SchemaInvalid:
+            pass
+    data = form.cleaned_data if form.is_bound and hasattr(form, "cleaned_data") else {}
+    groups = data.get("groups_list") or []
+    if groups:
+        return [
+            PodAsk(
+                gang=_pods(g.get("min_pods", g.get("pods", 1))),
+                gpus=_number(g.get("gpus"), 0.0),
+                cpu=_number(g.get("cpu"), 0.0),
+                memory=_number(g.get("memory"), 0.0),
+            )
+            for g in groups[:MAX_GROUPS]
+        ]
+    asked = data.get("gpus")
+    return [
+        PodAsk(
+            gang=_pods(data.get("min_pods") or data.get("pods") or 1),
+            gpus=1.0 if asked is None and not form.is_bound else (asked or 0.0),
+            cpu=data.get("cpu") or 0.0,
+            memory=data.get("memory") or 0.0,
+        )
+    ]
+
+
 def _preview(request, form: SubmitForm) -> dict:
     """Numbers for the preview panel from whatever the form holds now (valid or not)."""
     data = form.cleaned_data if form.is_bound and hasattr(form, "cleaned_data") else {}
@@ -49,21 +100,15 @@ def _preview(request, form: SubmitForm) -> dict:
         assert project_field.queryset is not None  # (the projects the user may submit to)
         project = project_field.queryset.first()
     pools = data.get("pools") or list(NodePool.objects.order_by("name"))
-    groups = data.get("groups_list") or []
-    if groups:
-        pods = sum(int(g.get("min_pods", g.get("pods", 1)) or 1) for g in groups)
-        gpus = max((float(g.get("gpus", 0) or 0) for g in groups), default=0.0)
-    else:
-        pods = data.get("min_pods") or data.get("pods") or 1
-        asked = data.get("gpus")
-        gpus = 1.0 if asked is None and not form.is_bound else (asked or 0.0)
+    groups = _asked_groups(form)
+    fits = placement_preview(user=request.user, project=project, pools=pools, groups=groups)
     return {
-        "fits": placement_preview(
-            user=request.user, project=project, pools=pools, pods=pods, gpus=gpus
-        ),
+        "fits": fits,
+        "never_anywhere": bool(fits) and all(f.never for f in fits),
         "preview_project": project,
-        "preview_pods": pods,
-        "preview_gpus": gpus,
+        "preview_pods": sum(g.gang for g in groups),
+        "preview_gpus": groups[0].gpus if len(groups) == 1 else None,
+        "preview_groups": len(groups),
     }
 
 
@@ -71,6 +116,7 @@ def _preview(request, form: SubmitForm) -> dict:
 def submit(request):
     if request.method == "POST":
         form = _form(request, request.POST)
+        preview = _preview(request, form)  # of the values sent, before any error is attached
         if form.is_valid():
             try:
                 workload = workload_submit(user=request.user, request=form.to_request())
@@ -87,7 +133,8 @@ def submit(request):
                 return redirect("console:workload_detail", pk=workload.pk)
     else:
         form = _form(request)
-    return page(request, "console/submit.html", "submit", {"form": form, **_preview(request, form)})
+        preview = _preview(request, form)
+    return page(request, "console/submit.html", "submit", {"form": form, **preview})
 
 
 @submitter_required

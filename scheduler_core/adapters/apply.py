@@ -330,10 +330,16 @@ class Applier:
                     self.deleted_allocations.append(a.pk)
                     break
         nodes = [self.live.node_names[a.node_id] for a in remaining]
+        details: dict[str, Any] = {"removed": len(d.pods), "pods": len(nodes)}
+        if d.by is not None:  # made room for another workload: named as an eviction names it
+            details |= {
+                "kind": d.reason_kind,
+                "by": d.by,
+                "by_project_id": self._project_of(d.by_id),
+            }
         self._event(
             EventType.SHRUNK, w, nodes, pool_id=self._pool_id_of_rows(row.allocations),
-            reason=d.reason or f"gave back {len(d.pods)} pod(s)",
-            details={"removed": len(d.pods), "pods": len(nodes)},
+            reason=d.reason or f"gave back {len(d.pods)} pod(s)", details=details,
         )  # fmt: skip
         row.allocations = remaining
 

@@ -56,12 +56,17 @@ class Move:
 
 @dataclass(frozen=True, slots=True)
 class Shrink:
-    """Remove `pods` from a running elastic workload (never below its min_pods)."""
+    """Remove `pods` from a running elastic workload (never below its min_pods). Like
+    Evict, `reason_kind`, `by` and `by_id` say why and for which workload, when it gave
+    them up to make room for one ("" and None otherwise)."""
 
     workload: str
     pods: tuple[PodPlacement, ...]
     reason: str = ""
     kind: Literal["shrink"] = "shrink"
+    reason_kind: str = ""
+    by: str | None = None
+    by_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,7 +78,7 @@ def events_as_seen_by(events: Iterable[SchedulingEvent], user) -> list[Schedulin
     workload left out where `user` may not see that project: one query at most, and none
     unless an event names another project."""
     events = list(events)
-    naming = [e for e in events if names_another_project(e.type, e.project_id, e.details)]
+    naming = [e for e in events if names_another_project(e.type, e.project_id, e.details, e.reason)]
     if naming:
         project_ids = access.visible_project_ids(user)
         for event in naming:

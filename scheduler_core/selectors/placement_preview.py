@@ -1,13 +1,16 @@
 """Where a workload would fit right now: free devices per candidate pool, and a project's
-quota headroom. Used by the submit form's preview; a read, nothing is reserved."""
+quota headroom, or why it can never run in a pool (the rule the submission applies,
+selectors.workload_fit). Used by the submit form's preview; a read, nothing is reserved."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from scheduler_core.models import NodePool, Project, Quota
 from scheduler_core.selectors.gpu_map import PoolMap, gpu_map
+from scheduler_core.selectors.workload_fit import GroupAsk, fit_problems, gang_gpus
 
 
 @dataclass
@@ -23,6 +26,9 @@ class PoolFit:
     deserved_gpus: float | None
     limit_gpus: float | None
     project_allocated_gpus: float
+    never: list[str] = field(default_factory=list)
+    """Why it can never run in this pool, even empty ([] when it can): submitting it with
+    no other candidate pool is refused for these reasons."""
 
     @property
     def quota_headroom(self) -> float | None:
@@ -41,14 +47,22 @@ class PoolFit:
         return self.project_allocated_gpus + self.gang_gpus <= self.limit_gpus
 
 
-def gang_gpus(*, pods: int, gpus: float) -> float:
-    """GPUs a gang of `pods` pods asking `gpus` each needs at once."""
-    return pods * (math.ceil(gpus) if gpus >= 1 else gpus)
-
-
-def _place(pool_map: PoolMap, *, pods: int, gpus: float) -> list[str] | None:
-    """Greedy first fit of `pods` pods on the free devices of ready nodes; None if they don't."""
+def _place(pool_map: PoolMap, groups: Sequence[GroupAsk]) -> list[str] | None:
+    """Greedy first fit of each group's gang on the free devices of ready nodes; None if
+    they don't fit."""
     free = {n.node.name: [d.free for d in n.devices] for n in pool_map.nodes if n.schedulable}
+    placed: list[str] = []
+    for group in groups:
+        nodes = _place_pods(free, pods=group.gang, gpus=group.gpus)
+        if nodes is None:
+            return None
+        placed.extend(nodes)
+    return placed
+
+
+def _place_pods(free: dict[str, list[float]], *, pods: int, gpus: float) -> list[str] | None:
+    """First fit of `pods` pods of `gpus` each on `free` (devices' free fractions by node,
+    used up as pods are placed); None if they don't fit."""
     placed: list[str] = []
     for _ in range(pods):
         for name, devices in free.items():
@@ -75,10 +89,12 @@ def _place(pool_map: PoolMap, *, pods: int, gpus: float) -> list[str] | None:
 
 
 def placement_preview(
-    *, user, project: Project | None, pools: list[NodePool], pods: int, gpus: float
+    *, user, project: Project | None, pools: list[NodePool], groups: Sequence[GroupAsk]
 ) -> list[PoolFit]:
-    """For each candidate pool: would `pods` pods of `gpus` GPUs fit now, and the quota room."""
+    """For each candidate pool: would the gangs of `groups` fit now, can they ever, and the
+    quota room."""
     maps = {m.pool.pk: m for m in gpu_map(user=user)}
+    nodes_by_pool = {pk: [n.node for n in m.nodes] for pk, m in maps.items()}
     quotas = {}
     allocated: dict[int, float] = {}
     if project is not None:
@@ -99,19 +115,21 @@ def placement_preview(
         pool_map = maps.get(pool.pk)
         if pool_map is None:
             continue
-        placed = _place(pool_map, pods=pods, gpus=gpus)
+        never = [text for _, text in fit_problems(groups, [pool], nodes_by_pool)]
+        placed = None if never else _place(pool_map, groups)
         quota = quotas.get(pool.pk)
         fits.append(
             PoolFit(
                 pool=pool,
                 gpus_free=pool_map.gpus_free_ready,
                 gpus_total=pool_map.gpus_total,
-                gang_gpus=gang_gpus(pods=pods, gpus=gpus),
+                gang_gpus=gang_gpus(groups),
                 fits_now=placed is not None,
                 nodes_used=sorted(set(placed or [])),
                 deserved_gpus=quota.gpus if quota else (0.0 if project else None),
                 limit_gpus=quota.limit_gpus if quota else None,
                 project_allocated_gpus=allocated.get(pool.pk, 0.0),
+                never=never,
             )
         )
     return fits

@@ -15,7 +15,14 @@ The estimated start is told only for pools run by the simulator, whose runs end 
 times (spec `duration`): GPUs free on ready nodes now, then the run ends in time order, are
 handed to the pending workloads in queue order; a workload whose turn comes before the known
 ends run out gets the time its GPUs are free ("now" when they already are), the rest None.
-It is a capacity estimate: a workload held by its quota or a gang may start later.
+It is a capacity estimate, and it is not told where it would contradict why the workload
+waits: a workload that its queue's rules keep waiting (the reason kinds of
+`engine.reasons.QUEUE_TURN_KINDS`: fair share, quota, limit, priority) starts when its turn
+comes, not when GPUs free, and one that its project's or department's figures can never
+admit (it asks more than the queue's limit, or more than its deserved quota while the queue
+gets no over-quota share, or may not use over-quota GPUs) never starts as quotas stand.
+Neither takes GPUs in the hand-out to the workloads behind it. A gang may still start
+later than told.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 from django.utils import timezone
 
 from scheduler_core.choices import PLACED_STATES, NodeState
+from scheduler_core.engine.reasons import QUEUE_TURN_KINDS
 from scheduler_core.models import Allocation, Node, Workload
 from scheduler_core.runtime.executor import Capability
 from scheduler_core.runtime.registry import backends_with, executor_for
@@ -46,6 +54,13 @@ class QueuedWorkload:
     ahead: int  # pending workloads the scheduler considers before it in this pool
     estimated_start: datetime | None  # None: cannot be told
     starts_now: bool = False  # its GPUs are free already (it waits for something else)
+    waits_for: str = ""  # TURN or NEVER when the estimate does not apply (module docstring)
+
+
+TURN = "turn"
+"""Its queue's rules keep it waiting: it starts when its turn comes, not when GPUs free."""
+NEVER = "never"
+"""Its queue's quota, limit or over-quota share can never admit it, as they stand."""
 
 
 @dataclass
@@ -63,6 +78,33 @@ class _Figures:
         outside = extra > EPSILON and used > self.deserved + EPSILON
         share = used / self.fairshare if self.fairshare > EPSILON else math.inf
         return (over, outside, -self.rank, share)
+
+
+def _admits_ever(row: QueueRow | None, w: Workload) -> bool:
+    """Whether queue `row` could ever let `w` run, as its quota and limit stand."""
+    if row is None:
+        return True
+    need = w.total_gpus
+    if row.limit_gpus is not None and need > row.limit_gpus + EPSILON:
+        return False
+    within_quota = need <= row.deserved_gpus + EPSILON
+    return within_quota or (w.preemptible and row.over_quota_weight > EPSILON)
+
+
+def _waits_for(queues: PoolQueues, order: list[Workload]) -> list[str]:
+    """Per workload of `order`: NEVER, TURN or "" (the capacity estimate applies)."""
+    departments = {r.id: r for r in queues.departments}
+    projects = {r.id: r for r in queues.projects}
+    found = []
+    for w in order:
+        rows = (projects.get(w.project_id), departments.get(w.project.department_id))
+        if not all(_admits_ever(row, w) for row in rows):
+            found.append(NEVER)
+        elif w.pending_reason_kind in QUEUE_TURN_KINDS:
+            found.append(TURN)
+        else:
+            found.append("")
+    return found
 
 
 def _figures(rows: Iterable[QueueRow]) -> dict[int, _Figures]:
@@ -154,15 +196,21 @@ def _run_end(backend: str, w: Workload) -> datetime | None:
     return end
 
 
-def _estimate(order: list[Workload], capacity: _PoolCapacity | None, now: datetime):
-    """(estimated start, starts now) per workload of `order` (see the module docstring)."""
+def _estimate(
+    order: list[Workload], waits: list[str], capacity: _PoolCapacity | None, now: datetime
+):
+    """(estimated start, starts now) per workload of `order` (see the module docstring);
+    those that wait for something else than GPUs (`waits`) get none and take none."""
     if capacity is None:
         return [(None, False)] * len(order)
     free = capacity.free_now
     ends = iter(capacity.run_ends)
     at: datetime | None = now
     out: list[tuple[datetime | None, bool]] = []
-    for w in order:
+    for w, waits_for in zip(order, waits, strict=True):
+        if waits_for:
+            out.append((None, False))
+            continue
         need = w.total_gpus
         while at is not None and free + EPSILON < need:
             nxt = next(ends, None)
@@ -189,11 +237,19 @@ def pool_queues_in_order(queues: list[PoolQueues]) -> dict[int, list[QueuedWorkl
     result: dict[int, list[QueuedWorkload]] = {}
     for q in queues:
         order = merged_order(q)
-        estimates = _estimate(order, capacities.get(q.pool.pk), now)
+        waits = _waits_for(q, order)
+        estimates = _estimate(order, waits, capacities.get(q.pool.pk), now)
         result[q.pool.pk] = [
             QueuedWorkload(
-                workload=w, position=i + 1, ahead=i, estimated_start=start, starts_now=ready
+                workload=w,
+                position=i + 1,
+                ahead=i,
+                estimated_start=start,
+                starts_now=ready,
+                waits_for=waits_for,
             )
-            for i, (w, (start, ready)) in enumerate(zip(order, estimates, strict=True))
+            for i, (w, (start, ready), waits_for) in enumerate(
+                zip(order, estimates, waits, strict=True)
+            )
         ]
     return result

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +9,6 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import slug_re
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Sum
 from django.utils import timezone
 
 from scheduler_core import access
@@ -34,7 +32,8 @@ from scheduler_core.models import (
     WorkloadCandidatePool,
 )
 from scheduler_core.schemas.errors import SchemaInvalid, validate
-from scheduler_core.schemas.workloads import NewPriority, PodGroup, WorkloadSubmission
+from scheduler_core.schemas.workloads import NewPriority, WorkloadSubmission
+from scheduler_core.selectors.workload_fit import never_fits
 from scheduler_core.services.errors import Conflict, FieldErrors
 
 
@@ -90,59 +89,8 @@ class WorkloadRequest:
         return validate(WorkloadSubmission, {k: v for k, v in stated.items() if v is not None})
 
 
-@dataclass(frozen=True, slots=True)
-class PoolRoom:
-    """What a pool's nodes offer: the largest node's GPUs, CPU cores and GiB of memory
-    (0: not declared), and the GPUs of all of them."""
-
-    gpu_count: float
-    cpu: float
-    memory: float
-    total_gpus: float
-
-
-def _fits_somewhere(
-    errors: FieldErrors,
-    groups: list[PodGroup],
-    pools: Sequence[NodePool],
-    rooms: dict[int, PoolRoom],
-    use_groups: bool,
-) -> None:
-    """A pod must fit on one node, and the gang's minimum in one pool's total capacity."""
-    pool_names = ", ".join(p.name for p in pools) or "any pool"
-    offered = [rooms[p.pk] for p in pools if p.pk in rooms]
-    if not offered:
-        errors.add("pools", f"{pool_names} has no nodes")
-        return
-    for i, g in enumerate(groups):
-        prefix = f"groups[{i}]." if use_groups else ""
-        for key, attr, unit in (
-            ("gpus", "gpu_count", "GPUs"),
-            ("cpu", "cpu", "CPU cores"),
-            ("memory", "memory", "GiB of memory"),
-        ):
-            largest = max(getattr(room, attr) for room in offered)
-            want = getattr(g, key)
-            if key != "gpus" and largest == 0:
-                continue  # nodes that do not declare cpu/memory do not limit it
-            if want > largest:
-                errors.add(
-                    f"{prefix}{key}",
-                    f"a pod asks for {want:g} {unit} but the largest node in {pool_names} "
-                    f"has {largest:g}",
-                )
-    gang_gpus = sum(g.gang * (math.ceil(g.gpus) if g.gpus >= 1 else g.gpus) for g in groups)
-    best = max(room.total_gpus for room in offered)
-    if gang_gpus > best:
-        errors.add(
-            "min_pods" if not use_groups else "groups",
-            f"the gang needs {gang_gpus:g} GPUs at once but the largest candidate pool "
-            f"({pool_names}) has {best:g} GPUs in total",
-        )
-
-
 def _validate(
-    req: WorkloadRequest, *, rooms: dict[int, PoolRoom], all_pools: list[NodePool]
+    req: WorkloadRequest, *, nodes_by_pool: dict[int, list[Node]], all_pools: list[NodePool]
 ) -> tuple[WorkloadSubmission, list[NodePool]]:
     """The request's shape and pools, once its name is usable, its shape matches the schema
     and its pods and gang fit the candidate pools."""
@@ -159,9 +107,13 @@ def _validate(
     except SchemaInvalid as exc:
         errors.extend(exc.by_field())
     errors.raise_if_any()
-    _fits_somewhere(
-        errors, shape.pod_groups(), list(req.pools) or all_pools, rooms, bool(shape.groups)
-    )
+    for key, problem in never_fits(
+        shape.pod_groups(),
+        list(req.pools) or all_pools,
+        nodes_by_pool,
+        use_groups=bool(shape.groups),
+    ):
+        errors.add(key, problem)
     errors.raise_if_any()
     return shape, list(req.pools)
 
@@ -241,24 +193,20 @@ def _insert(
     return workloads
 
 
-def _pool_context() -> tuple[dict[int, PoolRoom], list[NodePool]]:
-    """What each pool's nodes offer (one query, whatever the number of nodes), and the
-    pools."""
-    rooms = {
-        row["pool_id"]: PoolRoom(row["gpus"], row["cpus"], row["mem"], row["total"])
-        for row in Node.objects.values("pool_id")
-        .annotate(gpus=Max("gpu_count"), cpus=Max("cpu"), mem=Max("memory"), total=Sum("gpu_count"))
-        .order_by()
-    }
-    return rooms, list(NodePool.objects.all())
+def _pool_context() -> tuple[dict[int, list[Node]], list[NodePool]]:
+    """Each pool's nodes (only what the fit rule reads) and the pools."""
+    nodes_by_pool: dict[int, list[Node]] = {}
+    for node in Node.objects.only("pool_id", "gpu_count", "cpu", "memory"):
+        nodes_by_pool.setdefault(node.pool_id, []).append(node)
+    return nodes_by_pool, list(NodePool.objects.all())
 
 
 def workload_submit(*, user, request: WorkloadRequest) -> Workload:
     """Queue a new workload in a project the user may submit to."""
     if not access.can_submit_to(user, request.project):
         raise PermissionDenied(f"you cannot submit workloads to project {request.project}")
-    rooms, all_pools = _pool_context()
-    validated = _validate(request, rooms=rooms, all_pools=all_pools)
+    nodes_by_pool, all_pools = _pool_context()
+    validated = _validate(request, nodes_by_pool=nodes_by_pool, all_pools=all_pools)
     if (request.project.pk, request.name) in _existing_names([request]):
         raise Conflict({"name": _name_taken(request)})
     with transaction.atomic():
@@ -273,14 +221,14 @@ def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[W
             allowed[req.project.pk] = access.can_submit_to(user, req.project)
         if not allowed[req.project.pk]:
             raise PermissionDenied(f"workloads[{i}]: you cannot submit to project {req.project}")
-    rooms, all_pools = _pool_context()
+    nodes_by_pool, all_pools = _pool_context()
     existing = _existing_names(requests)
     errors = FieldErrors()
     validated = []
     seen: set[tuple[int, str]] = set()
     for i, req in enumerate(requests):
         try:
-            validated.append(_validate(req, rooms=rooms, all_pools=all_pools))
+            validated.append(_validate(req, nodes_by_pool=nodes_by_pool, all_pools=all_pools))
         except ValidationError as exc:
             errors.extend({f"workloads[{i}].{f}": m for f, m in exc.message_dict.items()})
         key = (req.project.pk, req.name)

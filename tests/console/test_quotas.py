@@ -64,7 +64,7 @@ def test_a_pool_row_does_not_undo_the_owners_weight_set_elsewhere(client_for, cl
 def test_every_bar_is_drawn_on_the_largest_figure_of_the_page(client_for, cluster, queue_state):
     html = client_for("admin").get(reverse("console:quotas")).content.decode()
     # research's deserved 12 is the largest figure: infra's 4 deserved is a third of it
-    assert "one scale, 0 to 12 GPUs" in html
+    assert 'one scale, 0 to <span id="quota-scale">12 GPUs</span>' in html
     infra_row = html.split('data-quota-row="project-infra-a100"', 1)[1].split("</tr>", 1)[0]
     assert "left: calc(33.3% - 1px)" in infra_row
 
@@ -113,3 +113,14 @@ def test_department_admin_cannot_touch_other_departments(client_for, cluster):
     infra, pool = cluster["infra"], cluster["pool"]
     url = row_url("quota_save", "project", infra, pool)
     assert client_for("dept_admin").post(url, row_data("project", infra, pool)).status_code == 404
+
+
+def test_the_live_figures_are_each_rows_held_and_fair_share(client_for, cluster, queue_state):
+    """What the quotas page swaps in live: one element per row it shows, by id."""
+    html = client_for("dept_admin").get(reverse("console:quota_now")).content.decode()
+    vision, pool = cluster["vision"], cluster["pool"]
+    marker = f'id="now-project-{vision.pk}-{pool.pk}"'
+    vision_now = html.split(marker, 1)[1].split("</div></div>")[0]
+    assert "10 held · fairshare 9" in vision_now
+    assert f'id="now-project-{cluster["infra"].pk}-' not in html  # another department's
+    assert client_for("researcher").get(reverse("console:quota_now")).status_code == 403

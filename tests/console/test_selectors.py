@@ -12,9 +12,10 @@ from scheduler_core.live_events.recording import event_record
 from scheduler_core.models import Allocation, SchedulingEvent
 from scheduler_core.selectors.allocation_history import allocation_history
 from scheduler_core.selectors.gpu_map import gpu_map
-from scheduler_core.selectors.placement_preview import gang_gpus, placement_preview
+from scheduler_core.selectors.placement_preview import placement_preview
 from scheduler_core.selectors.quota_table import quota_table
 from scheduler_core.selectors.submittable import submittable_projects
+from scheduler_core.selectors.workload_fit import PodAsk, gang_gpus
 from tests import factories
 
 
@@ -56,8 +57,7 @@ def test_placement_preview(cluster):
         user=cluster["researcher"],
         project=cluster["vision"],
         pools=[cluster["pool"]],
-        pods=2,
-        gpus=5,
+        groups=[PodAsk(gang=2, gpus=5)],
     )[0]
     assert fit.gang_gpus == 10 and fit.gpus_free == 9
     assert not fit.fits_now  # 1 + 8 free devices: only one pod of 5 fits
@@ -67,11 +67,10 @@ def test_placement_preview(cluster):
         user=cluster["researcher"],
         project=cluster["vision"],
         pools=[cluster["pool"]],
-        pods=2,
-        gpus=0.5,
+        groups=[PodAsk(gang=2, gpus=0.5)],
     )[0]
     assert half.fits_now and half.nodes_used == ["gpu-1"]
-    assert gang_gpus(pods=3, gpus=1.5) == 6
+    assert gang_gpus([PodAsk(gang=3, gpus=1.5)]) == 6
 
 
 def test_quota_table_for_department_admins_is_their_department(cluster, django_assert_num_queries):

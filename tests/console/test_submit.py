@@ -150,3 +150,44 @@ def test_viewers_cannot_submit(client_for, cluster):
         client_for("viewer").post(reverse("console:submit"), form_data(cluster)).status_code == 403
     )
     assert client_for("viewer").post(reverse("console:submit_preview"), {}).status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("overrides", "why"),
+    [
+        ({"pods": 3, "gpus": 8}, "the gang needs 24 GPUs at once"),
+        ({"pods": 1, "gpus": 9}, "a pod asks for 9 GPUs but the largest node"),
+        (
+            {"groups": '[{"pods": 2, "gpus": 8}, {"pods": 2, "gpus": 1}]'},
+            "the gang needs 18 GPUs at once",
+        ),
+    ],
+)
+def test_preview_and_submission_agree_on_what_can_never_fit(client_for, cluster, overrides, why):
+    """One rule (issue 34, item 7): what Submit refuses, the preview calls "never fits" with
+    the same reason, before the refusal and after it (not "would wait", nor "0 GPUs fits
+    now")."""
+    client = client_for("researcher")
+    data = form_data(cluster, **overrides)
+    before = client.post(reverse("console:submit_preview"), data).content.decode()
+    refused = client.post(reverse("console:submit"), data).content.decode()
+    assert not Workload.objects.exists()
+    after = refused.split('id="submit-preview"', 1)[1]
+    for html in (before, after):
+        assert "never fits" in html and why in html
+        assert "would wait" not in html and "fits now" not in html
+        assert "it queues" not in html and "data-preview-never" in html
+    assert why in refused.split('id="submit-preview"', 1)[0]  # next to the field too
+
+
+def test_preview_of_a_gang_that_fits_counts_each_groups_gpus(client_for, cluster):
+    """A pod of 8 GPUs and two of 1 need 10 GPUs at once, as the submission counts them."""
+    html = (
+        client_for("researcher")
+        .post(
+            reverse("console:submit_preview"),
+            form_data(cluster, groups='[{"pods": 1, "gpus": 8}, {"pods": 2, "gpus": 1}]'),
+        )
+        .content.decode()
+    )
+    assert "Needs <strong>10</strong> GPUs at once" in html and "fits now" in html

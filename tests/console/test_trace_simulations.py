@@ -3,6 +3,8 @@ beside the field at fault, and shown side by side with FIFO and backfill."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
@@ -70,6 +72,35 @@ def test_problems_show_beside_the_field_at_fault(client_for, cluster):
     assert "vc,node num" in errors["team_nodes_file"][0]
 
 
+def test_uploaded_files_are_kept_for_the_next_try_after_an_error(client_for, cluster):
+    """issue 34, item 12: the form lost both uploaded files after an error. They are kept
+    (for their uploader only), said so beside their fields, and used by the next try."""
+    client = client_for("admin")
+    refused = client.post(reverse("console:simulations"), form(trace_hours=0))
+    assert refused.status_code == 200 and not Simulation.objects.exists()
+    html = refused.content.decode()
+    assert "Kept from your last try: <strong>trace.csv</strong>" in html
+    assert "Kept from your last try: <strong>vc.csv</strong>" in html
+    kept = refused.context["form"].kept
+    tokens = {
+        "trace_kept": kept["trace_file"].token,
+        "team_nodes_kept": kept["team_nodes_file"].token,
+    }
+    assert all(f'value="{token}"' in html for token in tokens.values())
+
+    others = client_for("dept_admin").post(
+        reverse("console:simulations"), form(trace_file="", team_nodes_file="") | tokens
+    )
+    assert others.context["form"].errors["trace_file"] == ["upload the trace (CSV)"]
+
+    again = client.post(
+        reverse("console:simulations"), form(trace_file="", team_nodes_file="") | tokens
+    )
+    simulation = Simulation.objects.get()
+    assert again["Location"] == reverse("console:simulation_detail", args=[simulation.pk])
+    assert simulation.trace_options["team_nodes"] == {"a": 1, "b": 1}
+
+
 def test_the_page_shows_the_schedulers_side_by_side_with_charts(client_for, cluster):
     sim = simulation_create(
         user=cluster["admin"],
@@ -87,6 +118,18 @@ def test_the_page_shows_the_schedulers_side_by_side_with_charts(client_for, clus
     assert html.count("data-trace-chart=") == 3
     assert "GPUs asked by waiting jobs" in html
     assert "2 h of it from 2017-10-25T19:00 UTC on 4 nodes \u00d7 8 GPUs" in html
+    # issue 34, item 12: the three charts share one scale (y axis and hours) to compare
+    charts = html.split("data-trace-chart=")[1:]
+    scales = {
+        (
+            tuple(
+                re.findall(r'text-anchor="end">(\d+(?:\.\d+)?)</text>', chart.split("</svg>")[0])
+            ),
+            tuple(re.findall(r'text-anchor="(?:start|middle|end)">([\d.]+ h)</text>', chart)),
+        )
+        for chart in charts
+    }
+    assert len(scales) == 1, scales
 
 
 def test_two_trace_runs_compare_by_the_engines_figures(client_for, cluster):

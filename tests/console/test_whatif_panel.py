@@ -9,7 +9,9 @@ import pytest
 
 from scheduler_core.loop.cycle import run_cycle
 from scheduler_core.models import Quota, Workload
+from tests import factories
 from tests.console.quota_rows import HTMX, row_data, row_url
+from tests.factories import running_workload
 
 
 def settle() -> None:
@@ -106,7 +108,9 @@ def test_what_the_panel_names_is_what_saving_does(client_for, busy):
 
 def test_a_change_that_moves_nothing_says_so_in_one_sentence(client_for, busy):
     html = whatif(client_for("admin"), busy, gpus=1)
-    assert sentence(html, "data-whatif-now") == "Saving it now would preempt and start nothing."
+    assert sentence(html, "data-whatif-now") == (
+        "Saving it now would preempt, move, shrink, grow and start nothing."
+    )
     assert sentence(html, "data-whatif-later") == (
         "From then on, fair shares would be research in a100 10 → 11 GPUs, ops in a100 6 → 5 "
         "GPUs, nlp in a100 2 → 3 GPUs and infra in a100 6 → 5 GPUs."
@@ -134,3 +138,50 @@ QUERIES = 18
 """The session and user (2), the edited row: its pool, owner and figures (4), the live
 snapshot as the loop reads it (10, with savepoints), the viewer's projects and departments
 (2); the engine itself queries nothing."""
+
+
+@pytest.fixture
+def fragmented(cluster):
+    """a100's two 8-GPU nodes each half used (vision's 4 GPUs on gpu-1, infra's 4 on
+    gpu-2); nlp may not use a100 (limit 0) and waits with one 8-GPU pod, which fits no node
+    until one is emptied; vision also runs an elastic workload of 2 one-GPU pods on gpu-1."""
+    gpu1, gpu2 = cluster["nodes"]
+    running_workload(cluster["vision"], [gpu1], name="vision-a", gpus=4)
+    running_workload(cluster["infra"], [gpu2], name="infra-b", gpus=4)
+    Quota.objects.filter(project=cluster["nlp"]).update(gpus=0, limit_gpus=0)
+    factories.workload(cluster["nlp"], name="wide", gpus=8)
+    settle()
+    assert status("wide") == "pending"
+    return cluster
+
+
+def test_the_panel_names_the_workloads_save_would_move(client_for, fragmented):
+    """Save would start nlp's 8-GPU pod by moving a half-node workload to the other node:
+    the panel says which one, and from where to where (issue 34, item 5)."""
+    html = whatif(client_for("admin"), fragmented, gpus=8)
+    now = sentence(html, "data-whatif-now")
+    assert re.fullmatch(
+        r"Saving it now would move (vision-a \(vision, 4 GPUs\) from gpu-1 to gpu-2|"
+        r"infra-b \(infra, 4 GPUs\) from gpu-2 to gpu-1), and start wide \(nlp, 8 GPUs\)\.",
+        now,
+    ), now
+
+
+def test_the_panel_names_the_workloads_save_would_shrink(client_for, cluster, submit):
+    """infra's elastic workload (4 pods of 2 GPUs, at least 2) holds 4 GPUs over infra's
+    quota; giving nlp a quota takes them back by shrinking it rather than stopping it, and
+    the panel says so (issue 34, item 5)."""
+    Quota.objects.filter(project=cluster["nlp"]).delete()
+    Quota.objects.filter(department=cluster["dept"]).delete()
+    submit("vision", "vision-train", gpus=8)
+    submit("infra", "elastic", gpus=2, pods=4, min_pods=2)
+    settle()
+    submit("nlp", "nlp-wait", gpus=4)
+    settle()
+    assert status("elastic") == "running" and status("nlp-wait") == "pending"
+
+    html = whatif(client_for("admin"), cluster, gpus=4)
+    assert sentence(html, "data-whatif-now") == (
+        "Saving it now would shrink elastic (infra, 8 GPUs) from 4 to 2 pods, "
+        "and start nlp-wait (nlp, 4 GPUs)."
+    )

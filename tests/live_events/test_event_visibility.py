@@ -9,6 +9,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from scheduler_core.choices import EventType
@@ -154,3 +155,64 @@ def test_the_victims_socket_gets_the_neutral_reason(cluster, open_socket, submit
             await ws.disconnect()
 
     run(body)
+
+
+@pytest.fixture
+def shrunk_for_ops(cluster, submit):
+    """vision's elastic workload holds the whole pool (8 pods of 2 GPUs, at least 2), most
+    of it over quota; infra (department ops) asks for its quota and the reclaim takes two
+    pods of it: a shrink that made room for another department's project."""
+    submit("vision", "elastic", gpus=2, pods=8, min_pods=2)
+    run_cycle()
+    submit("infra", "taker", gpus=4)
+
+    def body():
+        run_cycle()
+        return SchedulingEvent.objects.get(type=EventType.SHRUNK)
+
+    return body
+
+
+def test_a_shrink_for_another_department_does_not_name_it_anywhere(
+    cluster, shrunk_for_ops, open_socket
+):
+    """issue 34, item 10: alice (vision) read "reclaimed by infra" on her Events page,
+    though nothing else shows her the department ops; the API, the pages and the socket
+    now tell her that another project took the GPUs, and the admin the whole story."""
+    alice = cluster["researcher"]
+
+    async def body():
+        ws = await connect(open_socket, alice)
+        await subscribe(ws, [f"project-{cluster['vision'].pk}", "cluster"])
+        event = await sync_to_async(shrunk_for_ops)()
+        while True:
+            frame = (await ws.receive_json_from(timeout=TIMEOUT))["event"]
+            if frame["type"] == "shrunk":
+                break
+        await ws.disconnect()
+        return event, frame
+
+    event, frame = run(body)
+    assert event.reason.startswith("reclaimed by infra") and event.details["by"] == "taker"
+    assert frame["reason"] == NEUTRAL and "by" not in frame["details"]
+    (seen,) = api_events(alice, type="shrunk")
+    assert seen["reason"] == NEUTRAL and "by_project_id" not in seen["details"]
+    html = page(alice, "/events/?type=shrunk")
+    assert NEUTRAL in html and "infra" not in html and "taker" not in html
+    assert "infra" not in page(alice, f"/workloads/{event.workload_id}/")
+    (whole,) = api_events(cluster["admin"], type="shrunk")
+    assert whole["reason"] == event.reason and whole["details"]["by"] == "taker"
+
+
+def test_a_shrink_recorded_before_it_named_its_beneficiary_reads_neutrally(cluster, submit):
+    w = submit("vision", "old", gpus=1)
+    SchedulingEvent.objects.create(
+        created_at=timezone.now(),
+        type=EventType.SHRUNK,
+        workload=w,
+        project=cluster["vision"],
+        reason="reclaimed by infra",
+        details={"removed": 1, "pods": 1},
+    )
+    (seen,) = api_events(cluster["researcher"], type="shrunk")
+    assert "infra" not in seen["reason"]

@@ -184,6 +184,18 @@ def test_workload_rules(cluster, kwargs, field, text):
     assert not Workload.objects.exists()
 
 
+def test_a_pod_must_fit_one_pool_in_every_resource_at_once(cluster):
+    """16 GPUs fit a node of `big`, 100 cores one of a100: no pool holds the pod, as the
+    submit form's preview says per pool (selectors.workload_fit)."""
+    big = factories.pool("big")
+    factories.node(big, "big-1", gpu_count=16, cpu=32)
+    factories.node(cluster["pool"], "a100-wide", gpu_count=8, cpu=128)
+    with pytest.raises(ValidationError) as exc:
+        submit(cluster, gpus=16, cpu=100, pools=[cluster["pool"], big])
+    assert "in a100: a pod asks for 16 GPUs" in errors_of(exc)["gpus"][0]
+    assert "in big: a pod asks for 100 CPU cores" in errors_of(exc)["cpu"][0]
+
+
 def test_pod_no_larger_than_largest_node_of_its_pools(cluster):
     big = factories.pool("big")
     factories.node(big, "big-1", gpu_count=16)

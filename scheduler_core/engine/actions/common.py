@@ -290,7 +290,7 @@ def free_and_place(
             kept.append(v)
             flags = v.flags()
             stmt.unbind(v, pod)
-            stmt.note_reason(v, reason_for(v))
+            stmt.note_reason(v, reason_for(v), job, evict_kind)
             applied.append((step, flags, [pod]))
             progress = True
             if attempt_place():

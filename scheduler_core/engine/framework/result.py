@@ -73,7 +73,17 @@ def build_result(session: Session) -> CycleResult:
             else:
                 added.append(pod)
         if removed:
-            freeing.append(Shrink(w.id, tuple(removed), w.evict_reason))
+            by = w.evict_by
+            freeing.append(
+                Shrink(
+                    w.id,
+                    tuple(removed),
+                    w.evict_reason,
+                    reason_kind=w.evict_kind,
+                    by=by.name if by else None,
+                    by_id=by.id if by else None,
+                )
+            )
         if added:
             taking.append(Expand(w.id, tuple(added)))
     decisions = tuple(freeing + taking)

@@ -100,10 +100,15 @@ class Statement:
         self._save_flags(w)
         w.set_flags(flags)
 
-    def note_reason(self, w: WorkloadState, reason: str) -> None:
-        """Record why `w` was shrunk (shown with the Shrink decision)."""
+    def note_reason(
+        self, w: WorkloadState, reason: str, by: WorkloadState | None = None, kind: str = ""
+    ) -> None:
+        """Record why `w` was shrunk (shown with the Shrink decision): `reason`, the
+        workload `by` it made room for and the eviction kind, when there is one."""
         self._save_flags(w)
         w.evict_reason = reason
+        w.evict_by = by
+        w.evict_kind = kind
 
     def mark_moved(self, w: WorkloadState) -> None:
         """Record that `w` was relocated by consolidation."""

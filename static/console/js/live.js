@@ -13,6 +13,9 @@
  *   data-live-resync-only                 with data-live-src: re-fetched only on (re)connect
  *   data-live-keep-ticks                  with data-live-src: its ticked checkboxes never hold
  *                                         a refresh and stay ticked (matched by name and value)
+ *   data-live-by-id                       with data-live-src: the answer's elements replace the
+ *                                         page's elements of the same id, wherever they are
+ *                                         (figures inside a table of forms being edited)
  *
  * A pod's output (`log` frames) is handed on as a `live:log` event on document (logs.js).
  *
@@ -294,6 +297,11 @@
     }
     return fetchRegion(region, src).then(function (html) {
       if (html === null) return;
+      if (region.hasAttribute("data-live-by-id")) {
+        replaceById(html);
+        applied(region);
+        return;
+      }
       if (isBusy(region)) { // the user started typing while the answer was on its way
         hold(region);
         return;
@@ -310,6 +318,20 @@
         if (again && region.contains(again)) again.focus();
       }
       applied(region);
+    });
+  }
+
+  /* Each element of `html` with an id replaces the page's element of that id, flashed when
+     its text changed. Nothing the user edits is inside such elements. */
+  function replaceById(html) {
+    var holder = document.createElement("template");
+    holder.innerHTML = html.trim();
+    Array.prototype.slice.call(holder.content.children).forEach(function (fresh) {
+      var old = fresh.id ? document.getElementById(fresh.id) : null;
+      if (!old) return;
+      var changed = old.textContent.replace(/\s+/g, " ") !== fresh.textContent.replace(/\s+/g, " ");
+      old.replaceWith(fresh);
+      if (changed) flash(fresh);
     });
   }
 
@@ -433,7 +455,9 @@
     if (!state) return;
     var row = tbody.querySelector('tr[data-workload-id="' + state.id + '"]');
     if (!row) {
-      if (event.type === "submitted" && tbody.hasAttribute("data-live-row-src")) countIfShown(tbody, state.id);
+      if (!tbody.hasAttribute("data-live-row-src")) return;
+      if (event.type === "submitted") countIfShown(tbody, state.id);
+      else if (pendingNew(tbody).has(state.id)) recount(tbody, state.id);
       return;
     }
     row.setAttribute("data-status", state.status);
@@ -473,6 +497,20 @@
         showNew(tbody);
       })
       .catch(function () { /* counted at the next resync */ });
+  }
+
+  /* A counted workload changed (it finished, or moved out of the page's filters): it stays
+     counted only while the row source still shows it, so "N new" never counts rows that
+     "show" would not add. */
+  function recount(tbody, id) {
+    var src = tbody.getAttribute("data-live-row-src") + id + "/" + location.search;
+    fetch(src, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then(function (r) {
+        if (r.status !== 204) return;
+        pendingNew(tbody).delete(id);
+        showNew(tbody);
+      })
+      .catch(function () { /* counted again, or not, at the next resync */ });
   }
 
   function pendingNew(tbody) {

@@ -1,6 +1,7 @@
 /*
- * Relative times that tick: every <time data-reltime datetime="..."> says how long ago it
- * was ("3m ago"), updated every second while one of them is under a minute old (its
+ * Relative times that tick, on every page: every <time data-reltime datetime="..."> says how
+ * long ago it was ("3m ago"; with data-reltime="duration" the duration alone, "3m"),
+ * updated every second while one of them is under a minute old (its
  * seconds change) and every 30 s otherwise; its title keeps the absolute time. Rows added
  * later are picked up at once: live.js calls fairwayRelTime.tick() for a prepended event,
  * and htmx swaps announce "live:refreshed".
@@ -31,7 +32,8 @@
       if (!el.title) el.title = new Date(at).toLocaleString();
       var seconds = (now - at) / 1000;
       youngest = Math.min(youngest, seconds);
-      el.textContent = ago(seconds);
+      var text = ago(seconds);
+      el.textContent = el.getAttribute("data-reltime") === "duration" ? text.replace(/ ago$/, "") : text;
     });
     clearTimeout(timer);
     timer = setTimeout(tick, youngest < 60 ? FAST_MS : SLOW_MS);

@@ -35,6 +35,10 @@
 
   document.addEventListener("change", function (event) {
     var el = event.target;
+    if (el instanceof HTMLSelectElement && el.form && el.form.hasAttribute("data-bulk-bar")) {
+      el.form.setAttribute("data-action", el.value); // the priority field only when it applies
+      return;
+    }
     if (!(el instanceof HTMLInputElement)) return;
     if (el.hasAttribute("data-bulk-row")) {
       if (el.checked) ticked.add(el.value); else ticked.delete(el.value);

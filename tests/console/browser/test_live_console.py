@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from scheduler_core.choices import WorkloadStatus
@@ -157,6 +158,31 @@ def test_events_feed_prepends_new_events(live, cluster):
     shown = when.text_content()
     expect(when).not_to_have_text(shown)  # it ticks
     expect(when).to_have_text(SECONDS_AGO)
+
+
+@pytest.mark.parametrize(
+    ("path", "where", "pattern"),
+    [
+        ("/workloads/", "#workload-rows", SECONDS_AGO),
+        ("/queue/", "[data-pool=a100]", re.compile(r"^\d+s$")),
+        ("/workloads/{id}/", "#workload-live", SECONDS_AGO),
+    ],
+)
+def test_relative_times_tick_on_every_page(live, cluster, path, where, pattern):
+    """issue 34, item 12: "0s ago" ticked only on the Events page."""
+    waits = backend(
+        lambda: workload_submit(
+            user=cluster["researcher"],
+            request=WorkloadRequest(project=cluster["vision"], name="waits", gpus=8),
+        )
+    )
+    page = live.page("alice")
+    page.goto(f"{live.url}{path.format(id=waits.pk)}")
+    when = page.locator(f"{where} time[data-reltime]").first
+    expect(when).to_have_text(pattern)
+    shown = when.text_content()
+    expect(when).not_to_have_text(shown)  # it ticks, without a reload
+    expect(when).to_have_text(pattern)
 
 
 def test_after_a_drop_the_page_reconnects_and_resyncs(live, cluster):

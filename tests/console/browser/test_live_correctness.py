@@ -199,3 +199,32 @@ def test_a_lost_connection_is_marked_and_can_be_retried_now(live, cluster):
         re.compile(r"^1 new workload")
     )
     assert_not_reloaded(page)
+
+
+def test_new_rows_that_leave_the_filter_are_no_longer_counted(live, cluster):
+    """issue 34, item 9: "44 new" stayed up with 2 active workloads, and clicking it added no
+    rows. Counted workloads that end before the reader asks for them are counted out; the
+    banner then says what "show" adds, and goes down once shown."""
+    from scheduler_core.services.workloads import workload_cancel
+
+    page = live.page("alice")
+    page.goto(f"{live.url}/workloads/")  # active workloads only, the default
+    live.wait_live(page)
+    mark_no_reload(page)
+    new = page.locator("[data-live-new-for=workload-rows]")
+    ids = [submit_as(cluster["researcher"], cluster["vision"], f"quick-{i}").pk for i in range(3)]
+    expect(new).to_have_text(re.compile(r"^3 new workloads"))
+
+    for pk in ids[:2]:
+        backend(
+            lambda pk=pk: workload_cancel(
+                user=cluster["researcher"], workload=Workload.objects.get(pk=pk)
+            )
+        )
+    expect(new).to_have_text(re.compile(r"^1 new workload\b"))
+    new.click()
+    rows = page.locator("#workload-rows tr[data-workload-id]")
+    expect(rows).to_have_count(1)
+    expect(rows).to_contain_text("quick-2")
+    expect(new).to_be_hidden()
+    assert_not_reloaded(page)

@@ -1,0 +1,121 @@
+"""Whether a workload's pods can ever fit: one rule for the submission, which refuses a
+workload that no candidate pool can ever hold, and for the submit form's preview, which
+says per pool that it never fits there (rather than "it queues") for the same reason.
+
+"Ever" means with every node of the pool empty: a pod must fit on one node (GPUs, CPU
+cores, memory; nodes that declare no CPU or memory do not limit them) and the gang's
+minimum in the pool's GPUs all together.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from scheduler_core.models import Node, NodePool
+
+
+class GroupAsk(Protocol):
+    """A group of identical pods: `gang` of them start together, each asking these."""
+
+    @property
+    def gang(self) -> int: ...
+    @property
+    def gpus(self) -> float: ...
+    @property
+    def cpu(self) -> float: ...
+    @property
+    def memory(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class PodAsk:
+    """A group of pods as a form that is still being filled in asks for it."""
+
+    gang: int
+    gpus: float
+    cpu: float = 0.0
+    memory: float = 0.0
+
+
+Problem = tuple[str, str]
+"""(field, what is wrong), as FieldErrors takes it."""
+
+RESOURCES = (
+    ("gpus", "gpu_count", "GPUs"),
+    ("cpu", "cpu", "CPU cores"),
+    ("memory", "memory", "GiB of memory"),
+)
+"""(what a pod asks, the node's field that holds it, its unit in words)."""
+
+
+def whole_gpus(gpus: float) -> float:
+    """The GPUs one pod holds: whole devices from 1 GPU up, the fraction below."""
+    return math.ceil(gpus) if gpus >= 1 else gpus
+
+
+def gang_gpus(groups: Sequence[GroupAsk]) -> float:
+    """GPUs the gang's minimum pods hold at once."""
+    return sum(g.gang * whole_gpus(g.gpus) for g in groups)
+
+
+def fit_problems(
+    groups: Sequence[GroupAsk],
+    pools: Sequence[NodePool],
+    nodes_by_pool: Mapping[int, Sequence[Node]],
+    *,
+    use_groups: bool = False,
+) -> list[Problem]:
+    """Why `groups` can never run in `pools` taken together (their largest node, their
+    largest pool), or [] when they can."""
+    pool_names = ", ".join(p.name for p in pools) or "any pool"
+    nodes = [n for p in pools for n in nodes_by_pool.get(p.pk, [])]
+    if not nodes:
+        return [("pools", f"{pool_names} has no nodes")]
+    problems: list[Problem] = []
+    for i, g in enumerate(groups):
+        prefix = f"groups[{i}]." if use_groups else ""
+        for key, attr, unit in RESOURCES:
+            largest = max(getattr(n, attr) for n in nodes)
+            want = getattr(g, key)
+            if key != "gpus" and largest == 0:
+                continue  # nodes that do not declare cpu/memory do not limit it
+            if want > largest:
+                problems.append(
+                    (
+                        f"{prefix}{key}",
+                        f"a pod asks for {want:g} {unit} but the largest node in {pool_names} "
+                        f"has {largest:g}",
+                    )
+                )
+    need = gang_gpus(groups)
+    best = max(sum(n.gpu_count for n in nodes_by_pool.get(p.pk, [])) for p in pools)
+    if need > best:
+        problems.append(
+            (
+                "groups" if use_groups else "min_pods",
+                f"the gang needs {need:g} GPUs at once but the largest candidate pool "
+                f"({pool_names}) has {best:g} GPUs in total",
+            )
+        )
+    return problems
+
+
+def never_fits(
+    groups: Sequence[GroupAsk],
+    pools: Sequence[NodePool],
+    nodes_by_pool: Mapping[int, Sequence[Node]],
+    *,
+    use_groups: bool = False,
+) -> list[Problem]:
+    """Why no pool of `pools` can ever run `groups`, or [] when one can: what rules out all
+    of them together, else what rules out each one (the preview names the same per pool)."""
+    together = fit_problems(groups, pools, nodes_by_pool, use_groups=use_groups)
+    if together or not pools:
+        return together
+    each = [(p, fit_problems(groups, [p], nodes_by_pool, use_groups=use_groups)) for p in pools]
+    if all(problems for _, problems in each):
+        return [(key, f"in {p.name}: {text}") for p, problems in each for key, text in problems]
+    return []

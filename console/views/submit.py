@@ -21,8 +21,8 @@ from scheduler_core.schemas.errors import SchemaInvalid
 from scheduler_core.schemas.workloads import MAX_GROUPS
 from scheduler_core.selectors.placement_preview import placement_preview
 from scheduler_core.selectors.submittable import submittable_projects
-from scheduler_core.selectors.workload_fit import GroupAsk, PodAsk
 from scheduler_core.services.workloads import workload_submit
+from scheduler_core.workload_fit import GroupAsk, PodAsk
 
 
 def _can_submit_anywhere(user) -> bool:

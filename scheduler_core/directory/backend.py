@@ -8,13 +8,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 
+from scheduler_core.directory.accounts import directory_user_sync
 from scheduler_core.directory.ldap import directory_user
-from scheduler_core.services.directory import directory_user_sync
 
 
 class DirectoryBackend(ModelBackend):
     """A user the directory knows, with their password checked by the directory; their
-    account and roles are brought in step with it (services.directory)."""
+    account and roles are brought in step with it (directory.accounts)."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         conf = getattr(settings, "LDAP_DIRECTORY", None)

@@ -1,6 +1,6 @@
 """Where a workload would fit right now: free devices per candidate pool, and a project's
 quota headroom, or why it can never run in a pool (the rule the submission applies,
-selectors.workload_fit). Used by the submit form's preview; a read, nothing is reserved."""
+scheduler_core.workload_fit). Used by the submit form's preview; a read, nothing is reserved."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from scheduler_core.models import NodePool, Project, Quota
 from scheduler_core.selectors.gpu_map import PoolMap, gpu_map
-from scheduler_core.selectors.workload_fit import GroupAsk, fit_problems, gang_gpus
+from scheduler_core.workload_fit import GroupAsk, fit_problems, gang_gpus
 
 
 @dataclass

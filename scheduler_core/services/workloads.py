@@ -33,8 +33,8 @@ from scheduler_core.models import (
 )
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.schemas.workloads import NewPriority, WorkloadSubmission
-from scheduler_core.selectors.workload_fit import never_fits
 from scheduler_core.services.errors import Conflict, FieldErrors
+from scheduler_core.workload_fit import never_fits
 
 
 @dataclass

@@ -15,7 +15,7 @@ from scheduler_core.selectors.gpu_map import gpu_map
 from scheduler_core.selectors.placement_preview import placement_preview
 from scheduler_core.selectors.quota_table import quota_table
 from scheduler_core.selectors.submittable import submittable_projects
-from scheduler_core.selectors.workload_fit import PodAsk, gang_gpus
+from scheduler_core.workload_fit import PodAsk, gang_gpus
 from tests import factories
 
 

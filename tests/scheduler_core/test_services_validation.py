@@ -186,7 +186,7 @@ def test_workload_rules(cluster, kwargs, field, text):
 
 def test_a_pod_must_fit_one_pool_in_every_resource_at_once(cluster):
     """16 GPUs fit a node of `big`, 100 cores one of a100: no pool holds the pod, as the
-    submit form's preview says per pool (selectors.workload_fit)."""
+    submit form's preview says per pool (scheduler_core.workload_fit)."""
     big = factories.pool("big")
     factories.node(big, "big-1", gpu_count=16, cpu=32)
     factories.node(cluster["pool"], "a100-wide", gpu_count=8, cpu=128)

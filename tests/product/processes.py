@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from email.message import Message
 from pathlib import Path
 
 from scheduler_core.management.commands.run import free_port
@@ -78,9 +79,10 @@ class Product:
         token: str = "",
         body: dict | None = None,
         authorization: str = "",
-    ) -> tuple[int, dict[str, str], dict]:
+    ) -> tuple[int, Message, dict]:
         """(status, headers, JSON body) of one request (with a personal token, or another
-        Authorization header)."""
+        Authorization header); header names are looked up whatever their case, as HTTP has
+        them (uvicorn sends them in lower case)."""
         authorization = f"Bearer {token}" if token else authorization
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.port}{path}",
@@ -91,9 +93,9 @@ class Product:
         )  # fmt: skip
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, dict(response.headers), json.loads(response.read())
+                return response.status, response.headers, json.loads(response.read())
         except urllib.error.HTTPError as error:
-            return error.code, dict(error.headers), json.loads(error.read() or b"{}")
+            return error.code, error.headers, json.loads(error.read() or b"{}")
 
     def stop(self) -> None:
         if self.process.poll() is None:

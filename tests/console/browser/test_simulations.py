@@ -113,7 +113,10 @@ def test_an_admin_replays_a_trace_and_reads_it_side_by_side(live, cluster, monke
     page.click("button:has-text('Start')")
     expect(page.locator("h1")).to_have_text("philly day")
     simulation = Simulation.objects.get()
-    assert simulation.trace_options["config"] == {"reclaim_weighs_lost_work": True}
+    assert simulation.trace_options["config"] == {
+        "profile": "lab",
+        "reclaim_weighs_lost_work": True,
+    }
 
     live.wait_live(page)
     backend(simulation_run, simulation_id=simulation.pk)  # the worker

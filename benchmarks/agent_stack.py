@@ -35,7 +35,8 @@ from scheduler_core.services.tokens import token_create
 User = get_user_model()
 root = User.objects.create_superuser("root", "root@example.com", "root-password")
 ada = User.objects.create_user("ada", "ada@example.com", "ada-password")
-pool = pool_create(user=root, name="gpu", backend="agent", grace_period=GRACE)
+# KAI's exact rules: the end-to-end tests assert its reclaims and re-runs step by step
+pool = pool_create(user=root, name="gpu", backend="agent", grace_period=GRACE, profile="kai")
 dept = department_create(user=root, name="lab")
 queue_owner_set_quota(user=root, owner=dept, pool=pool, gpus=sum(PROJECTS.values()))
 for name, gpus in PROJECTS.items():

@@ -102,26 +102,7 @@ def divide(total: float, claims: Sequence[ShareClaim], k: float | None = None) -
                     remaining -= want[c.key] - fair[c.key]
                     fair[c.key] = want[c.key]
                 continue
-            floors = [math.floor(s + EPSILON) for s in shares]
-            for c, f in zip(asking, floors, strict=True):
-                fair[c.key] += f
-                remaining -= f
-            units = math.floor(remaining + EPSILON)
-            by_remainder = sorted(
-                zip(asking, shares, floors, strict=True),
-                key=lambda t: (-(t[1] - t[2]), t[0].order),
-            )
-            for c, share, _ in by_remainder:
-                if units <= 0:
-                    break
-                if share <= EPSILON:
-                    continue  # weight 0: no over-quota share, not even a leftover unit
-                give = min(1.0, want[c.key] - fair[c.key])
-                if give <= EPSILON:
-                    continue
-                fair[c.key] += give
-                remaining -= give
-                units -= 1
+            remaining = _hand_out(asking, shares, fair, want, remaining)
             break
         if remaining <= EPSILON:
             break
@@ -162,17 +143,28 @@ def _water_fill(
     if remaining <= EPSILON or wsum <= EPSILON:
         return remaining
     shares = [remaining * w / wsum for _, w in rest]
+    return _hand_out([c for c, _ in rest], shares, fair, want, remaining)
+
+
+def _hand_out(
+    claims: list[ShareClaim],
+    shares: list[float],
+    fair: dict[str, float],
+    want: dict[str, float],
+    remaining: float,
+) -> float:
+    """Give each claim the whole units of its share, then the units left over one at a
+    time by largest remainder (claim order breaking ties), never past what a claim
+    wants. Fills `fair` in place; returns what is left."""
     floors = [math.floor(s + EPSILON) for s in shares]
-    for (c, _), f in zip(rest, floors, strict=True):
+    for c, f in zip(claims, floors, strict=True):
         fair[c.key] += f
         remaining -= f
     units = math.floor(remaining + EPSILON)
-    if units <= 0:
-        return remaining
     by_remainder = sorted(
-        zip(rest, shares, floors, strict=True), key=lambda t: (-(t[1] - t[2]), t[0][0].order)
+        zip(claims, shares, floors, strict=True), key=lambda t: (-(t[1] - t[2]), t[0].order)
     )
-    for (c, _), share, _ in by_remainder:
+    for c, share, _ in by_remainder:
         if units <= 0:
             break
         if share <= EPSILON:

@@ -206,23 +206,23 @@ def _set_by_executor(node: Node, state: str) -> bool:
 def node_mark_drained(*, node: Node, reason: str) -> Node:
     """A ready node's executor says it takes no new pods (Slurm drained it): cordoned,
     its pods kept. A node in any other state keeps it."""
-    with transaction.atomic():
-        locked = Node.objects.select_for_update().get(pk=node.pk)
-        if locked.state != NodeState.READY:
-            return locked
-        node = _set_state(locked, NodeState.CORDONED, reason, silent=True)
-        request_cycle()
-    return node
+    return _leave_ready(node, NodeState.CORDONED, reason)
 
 
 def node_mark_unreachable(*, node: Node, reason: str) -> Node:
     """A ready node whose agent fell silent takes no new pods; its pods are kept (the
     agent may be back soon). A node in any other state keeps it."""
+    return _leave_ready(node, NodeState.UNREACHABLE, reason)
+
+
+def _leave_ready(node: Node, state: str, reason: str) -> Node:
+    """A ready node goes to `state` without a person's say (its pods kept); a node in
+    any other state keeps it."""
     with transaction.atomic():
         locked = Node.objects.select_for_update().get(pk=node.pk)
         if locked.state != NodeState.READY:
             return locked
-        node = _set_state(locked, NodeState.UNREACHABLE, reason, silent=True)
+        node = _set_state(locked, state, reason, silent=True)
         request_cycle()
     return node
 

@@ -201,7 +201,10 @@ def test_a_queue_that_just_started_waiting_does_not_throw_away_hours_of_a_run() 
     ]
     reason = _why_ask_waits(work, now)
     assert "20.0 GPU-hours of long's run" in reason
-    assert "p2's waiting workloads have waited for room and not yet spent on reclaims" in reason
+    assert (
+        "p2's waiting workloads within its fairshare have waited for room and not yet spent "
+        "on reclaims" in reason
+    )
     assert "(0.1 GPU-hours)" in reason
     # KAI's behaviour (the default) reclaims at once
     assert _evicted(run_cycle(snapshot(NODES, TWO_QUEUES, work, now=now))) == ["long"]
@@ -219,7 +222,7 @@ def test_the_reason_counts_every_run_a_reclaim_would_throw_away() -> None:
     ]
     reason = _why_ask_waits(work, now)
     assert "would throw away 4.0 GPU-hours of runs, 2.0 of them a's (p1)" in reason
-    assert "more than p2's waiting workloads have waited for room and not yet spent" in reason
+    assert "more than p2's waiting workloads within its fairshare have waited for room" in reason
     assert "on reclaims (3.0 GPU-hours)" in reason
 
 
@@ -243,6 +246,23 @@ def test_the_whole_queue_s_wait_pays_for_a_reclaim() -> None:
     result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
     assert _evicted(result) == ["long"]
     assert "ask0" not in result.pending  # the others take the freed GPUs next cycle
+
+
+def test_only_the_waits_the_queue_s_fairshare_has_room_for_pay_for_a_reclaim() -> None:
+    # "long" has run 1.5 h on 4 GPUs (6 GPU-hours); p2 has twelve 1-GPU workloads that
+    # have waited an hour each (12 GPU-hours), but its fairshare has room for four of
+    # them: what it frees would run those four, so only their 4 GPU-hours count
+    now = 36_000.0
+    work = [
+        *_p1_over_quota_for(1.5, now),
+        *(workload(f"ask{i}", project="p2", gpus=1, submitted_at=now - 3601) for i in range(12)),
+    ]
+    result = run_cycle(snapshot(NODES, TWO_QUEUES, work, RECLAIM_WEIGHS, now=now))
+    assert _evicted(result) == []
+    reason = result.pending["ask0"].reason
+    assert "would throw away 6.0 GPU-hours of long's run" in reason
+    assert "within its fairshare have waited for room and not yet spent" in reason
+    assert "(4.0 GPU-hours)" in reason
 
 
 @pytest.mark.parametrize(("ratio", "evicted"), [(1.0, ["long"]), (0.5, []), (2.0, ["long"])])

@@ -59,7 +59,7 @@ def reclaim(session: Session) -> None:
         index = ReclaimIndex(pool.name)
         config = pool.config
         waits = (
-            RoomWaits(session, jobs, config.reclaim_lost_work_ratio)
+            RoomWaits(session, pool.name, jobs, config.reclaim_lost_work_ratio)
             if config.reclaim_weighs_lost_work
             else None
         )
@@ -376,7 +376,7 @@ def _too_costly(
         )
     return (
         f"{describe_misfit(pool, w, counts)}; {cost}, more than {w.project}'s waiting "
-        f"workloads have waited for room and not yet spent on reclaims "
+        f"workloads within its fairshare have waited for room and not yet spent on reclaims "
         f"({allowance / 3600:.1f} GPU-hours), so it waits for GPUs to free (pool "
         f"{pool.name} weighs lost work)"
     )

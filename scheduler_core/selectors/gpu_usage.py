@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F, Q, QuerySet, Sum
+from django.db.models import F, Q, QuerySet, Subquery, Sum
+from django.utils import timezone
 
 from scheduler_core.models import GpuUsageRollup, Node, NodePool, Project, Workload
 from scheduler_core.usage_buckets import HOUR, MINUTE, floor_time, rolled_until
@@ -200,3 +201,34 @@ def gpu_usage_history(*, user, scope: UsageScope, window: Window, now: datetime)
     done = rolled_until(resolution) or since
     points = _points(sums, since, window, done, resolution)
     return UsageHistory(window, resolution, points, _idlest_holders(rows, resolution))
+
+
+@dataclass(frozen=True)
+class ProjectMinute:
+    """A project's (or nobody's: project "") GPUs held and used in a pool, one minute."""
+
+    pool: str
+    project: str
+    held_gpus: float
+    used_gpus: float
+
+
+FRESH_MINUTE = timedelta(minutes=5)
+
+
+def latest_minute_by_project(now: datetime | None = None) -> list[ProjectMinute]:
+    """Every pool's and project's figures in the newest rolled-up minute, when it is under
+    FRESH_MINUTE old (for /metrics, which every system admin or scraper reads). One query."""
+    now = now or timezone.now()
+    newest = (
+        GpuUsageRollup.objects.filter(resolution=MINUTE, start__gte=now - FRESH_MINUTE)
+        .order_by("-start")
+        .values("start")[:1]
+    )
+    rows = (
+        GpuUsageRollup.objects.filter(resolution=MINUTE, start=Subquery(newest))
+        .values_list("pool__name", "project__name")
+        .annotate(held=Sum("held_gpus"), used=Sum("used_gpus"))
+        .order_by("pool__name", "project__name")
+    )
+    return [ProjectMinute(pool, project or "", held, used) for pool, project, held, used in rows]

@@ -113,3 +113,23 @@ def test_a_researcher_sees_only_the_usage_of_projects_she_may_see(story, cluster
     )
     assert outsider.holders == []
     assert _point(outsider, story.start).held_gpus == 0.0
+
+
+def test_the_runtime_tick_rolls_the_samples_up(cluster, settings):
+    from scheduler_core.runtime.tick import tick
+
+    story = usage_story(cluster["vision"], cluster["nlp"], settings)
+    tick()
+    assert GpuUsageRollup.objects.filter(resolution=HOUR, start=story.start).exists()
+    assert GpuUsageRollup.objects.filter(resolution=MINUTE).exists()
+
+
+def test_a_chart_takes_three_queries_over_hundreds_of_rows(
+    story, cluster, django_assert_num_queries
+):
+    assert GpuUsageRollup.objects.filter(resolution=MINUTE).count() > 300
+    with django_assert_num_queries(3):  # the rows grouped by time, the holders, the progress
+        gpu_usage_history(
+            user=cluster["nlp_researcher"], scope=UsageScope(pool=story.node.pool),
+            window=WINDOWS["24h"], now=timezone.now(),
+        )  # fmt: skip

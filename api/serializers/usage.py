@@ -7,6 +7,8 @@ from rest_framework import serializers
 from scheduler_core.models import Node, NodePool, Project, Workload
 from scheduler_core.selectors.gpu_usage import DEFAULT_WINDOW, WINDOWS, UsageScope
 
+SCOPES = ("pool", "project", "node", "workload")
+
 
 class UsageQuerySerializer(serializers.Serializer):
     """What to cover: everything you may see, narrowed by any of pool, project, node and
@@ -41,6 +43,12 @@ class UsageQuerySerializer(serializers.Serializer):
         self.fields["project"].queryset = Project.objects.visible_to(user)  # type: ignore[attr-defined]
         self.fields["node"].queryset = Node.objects.visible_to(user)  # type: ignore[attr-defined]
         self.fields["workload"].queryset = Workload.objects.visible_to(user)  # type: ignore[attr-defined]
+
+    def validate(self, attrs: dict) -> dict:
+        blank = [name for name in SCOPES if self.initial_data.get(name, None) == ""]
+        if blank:
+            raise serializers.ValidationError({name: ["may not be blank"] for name in blank})
+        return attrs
 
     def scope(self) -> UsageScope:
         data = self.validated_data

@@ -14,6 +14,8 @@ from scheduler_core.selectors.gpu_usage import WINDOWS, gpu_usage_history
 class UsageView(ApiView):
     """GPU utilisation and memory over time, from the samples node agents send (docs/usage.md)."""
 
+    validates_query = True  # a 400 names the parameter that is wrong
+
     @extend_schema(
         summary="GPUs held against GPUs used over time, and the idlest holders",
         parameters=[UsageQuerySerializer],

@@ -61,7 +61,10 @@ class _Minutes:
     )
 
 
-def _run_end(state: str, ended_at: datetime | None, stop_sent_at: datetime | None, created_at):
+def _run_end(
+    state: str, ended_at: datetime | None, stop_sent_at: datetime | None, created_at: datetime
+) -> datetime:
+    """When a run stopped holding its devices (NEVER while it is live)."""
     if ended_at is not None:
         return ended_at
     if state in LIVE_RUN_STATES:

@@ -82,3 +82,9 @@ def test_metrics_show_gpus_held_and_used_per_pool_and_project(story, client, set
     assert m[("fairway_gpus_held", nobody)] == 0.0
     assert m[("fairway_gpus_used", nobody)] == pytest.approx(0.06)  # GPU 0 and half of GPU 1
     assert not [k for k in m if k[0] == "fairway_gpus_held" and ("project", "vision") in k[1]]
+
+
+def test_a_blank_scope_is_refused_with_the_field(admin_api, cluster):
+    response = admin_api.get("/api/v1/usage/", {"pool": ""})
+    assert response.status_code == 400
+    assert response.json()["fields"]["pool"] == ["may not be blank"]

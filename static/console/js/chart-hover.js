@@ -38,7 +38,7 @@
     if (on) on.classList.remove("on");
   }
 
-  document.addEventListener("mousemove", function (event) {
+  function onPointer(event) {
     var column = event.target.closest && event.target.closest("svg[data-hover-chart] [data-hover]");
     if (column) {
       show(column, event);
@@ -47,5 +47,9 @@
     document.querySelectorAll(".chart .chart-tip:not([hidden])").forEach(function (tip) {
       hide(tip.parentElement);
     });
-  });
+  }
+
+  // pointermove for a mouse or pen, pointerdown for a tap on a touch screen
+  document.addEventListener("pointermove", onPointer);
+  document.addEventListener("pointerdown", onPointer);
 })();

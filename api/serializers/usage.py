@@ -5,9 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from scheduler_core.models import Node, NodePool, Project, Workload
-from scheduler_core.selectors.gpu_usage import DEFAULT_WINDOW, WINDOWS, UsageScope
-
-SCOPES = ("pool", "project", "node", "workload")
+from scheduler_core.selectors.gpu_usage import DEFAULT_WINDOW, SCOPE_FIELDS, WINDOWS, UsageScope
 
 
 class UsageQuerySerializer(serializers.Serializer):
@@ -45,7 +43,7 @@ class UsageQuerySerializer(serializers.Serializer):
         self.fields["workload"].queryset = Workload.objects.visible_to(user)  # type: ignore[attr-defined]
 
     def validate(self, attrs: dict) -> dict:
-        blank = [name for name in SCOPES if self.initial_data.get(name, None) == ""]
+        blank = [name for name in SCOPE_FIELDS if self.initial_data.get(name, None) == ""]
         if blank:
             raise serializers.ValidationError({name: ["may not be blank"] for name in blank})
         return attrs

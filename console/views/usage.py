@@ -18,6 +18,7 @@ from console.views.common import page
 from scheduler_core.models import Node, NodePool, Project, Workload
 from scheduler_core.selectors.gpu_usage import (
     DEFAULT_WINDOW,
+    SCOPE_FIELDS,
     WINDOWS,
     UsageHistory,
     UsagePoint,
@@ -28,7 +29,6 @@ from scheduler_core.selectors.gpu_usage import (
 
 HELD, USED = "var(--p1)", "var(--p3)"
 MEMORY_TOTAL, MEMORY_USED = "var(--p6)", "var(--p4)"
-SCOPES = ("pool", "project", "node", "workload")
 
 
 def _visible(user, name: str):
@@ -44,7 +44,7 @@ def _visible(user, name: str):
 def usage_scope(request: HttpRequest) -> UsageScope:
     """The scope named by the query (?pool=ID&project=ID...); 404 for what the user may not see."""
     found = {}
-    for name in SCOPES:
+    for name in SCOPE_FIELDS:
         value = request.GET.get(name, "")
         if not value:
             continue
@@ -101,7 +101,7 @@ def usage_charts(history: UsageHistory) -> dict:
 
 
 def _window_links(request: HttpRequest, scope: UsageScope, current: Window) -> list[dict]:
-    query = {name: getattr(scope, name).pk for name in SCOPES if getattr(scope, name)}
+    query = {name: getattr(scope, name).pk for name in SCOPE_FIELDS if getattr(scope, name)}
     base = reverse("console:usage_panel")
     return [
         {

@@ -39,6 +39,7 @@ WINDOWS = {
 }
 DEFAULT_WINDOW = "1h"
 IDLEST_HOLDERS = 10
+SCOPE_FIELDS = ("pool", "project", "node", "workload")
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class UsageScope:
 
     def q(self) -> Q:
         narrowed = Q()
-        for name in ("pool", "project", "node", "workload"):
+        for name in SCOPE_FIELDS:
             value = getattr(self, name)
             if value is not None:
                 narrowed &= Q(**{name: value})

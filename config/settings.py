@@ -187,6 +187,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 300.0},
     },
+    "gpu-usage-roll-up": {
+        "task": "scheduler_core.runtime.tasks.gpu_usage_roll_up_task",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
+    },
     "simulated-runtime-tick": {
         "task": "scheduler_core.runtime.tasks.runtime_tick_task",
         "schedule": 1.0,

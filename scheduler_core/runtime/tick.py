@@ -2,8 +2,7 @@
 its live runs and its nodes (the simulator: heartbeats and runs that ended while no cycle
 ran; the agent: silent nodes unreachable, then down; Slurm: its jobs and nodes, in bulk),
 what they report is applied (runtime.lifecycle), starts and stops still owed go out
-(reconcile), and old history is pruned; once a minute the GPU usage samples are rolled up
-(services.gpu_usage)."""
+(reconcile), and old history is pruned."""
 
 from __future__ import annotations
 
@@ -23,7 +22,6 @@ from scheduler_core.runtime.executor import Executor, LiveRun
 from scheduler_core.runtime.lifecycle import runs_observed
 from scheduler_core.runtime.nodes import nodes_observed
 from scheduler_core.runtime.reconcile import reconcile
-from scheduler_core.services.gpu_usage import gpu_usage_roll_up
 
 logger = logging.getLogger(__name__)
 
@@ -99,5 +97,4 @@ def tick(now: datetime | None = None) -> TickReport:
     reconcile()  # a safety net: starts and stops that a lost message or a crash left owed
     if _prune_now():
         prune_history(now)
-        gpu_usage_roll_up(now=now)
     return report

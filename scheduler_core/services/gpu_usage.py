@@ -108,7 +108,7 @@ def _shares(held_by: list[Holding], at: datetime) -> list[tuple[int | None, int 
 
 def _add_sample(minutes: _Minutes, sample: tuple, held_by: list[Holding]) -> None:
     node_id, index, at, utilization, memory_used, memory_total = sample
-    minute = floor_time(at, MINUTE)
+    minute = at.replace(second=0, microsecond=0)  # (UTC: whole minutes everywhere)
     minutes.device_samples[(node_id, index, minute)] += 1
     for workload_id, project_id, share in _shares(held_by, at):
         row = minutes.rows.setdefault((node_id, index, minute, workload_id), _Bucket(project_id))

@@ -115,11 +115,13 @@ def test_a_researcher_sees_only_the_usage_of_projects_she_may_see(story, cluster
     assert _point(outsider, story.start).held_gpus == 0.0
 
 
-def test_the_runtime_tick_rolls_the_samples_up(cluster, settings):
-    from scheduler_core.runtime.tick import tick
+def test_the_beats_task_rolls_the_samples_up(cluster, settings):
+    from config.settings import CELERY_BEAT_SCHEDULE
+    from scheduler_core.runtime.tasks import gpu_usage_roll_up_task
 
+    assert CELERY_BEAT_SCHEDULE["gpu-usage-roll-up"]["task"] == gpu_usage_roll_up_task.name
     story = usage_story(cluster["vision"], cluster["nlp"], settings)
-    tick()
+    gpu_usage_roll_up_task()
     assert GpuUsageRollup.objects.filter(resolution=HOUR, start=story.start).exists()
     assert GpuUsageRollup.objects.filter(resolution=MINUTE).exists()
 

@@ -5,7 +5,8 @@ the cluster's size), so every process serves the same numbers: cycle durations a
 decisions from CycleRecord, per-queue GPUs and workload counts from QueueState (written by
 each cycle), preemptions by reason and the GPU-seconds preemptions and moves threw away
 per project from SchedulingEvent, nodes by state, agent GPUs' latest samples from
-GpuSample.
+GpuSample, and GPUs held against GPUs used per pool and project over the last rolled-up
+minute from GpuUsageRollup (docs/usage.md; labels: pools x projects, never workloads).
 
 It names every department and project, so only a system admin reads it (their session,
 or their API token as `Authorization: Bearer fw_...`), or a scraper sending the shared
@@ -40,6 +41,7 @@ from scheduler_core import access
 from scheduler_core.choices import EventType
 from scheduler_core.models import CycleRecord, Node, QueueState, SchedulingEvent, Workload
 from scheduler_core.selectors.agents import latest_gpu_samples
+from scheduler_core.selectors.gpu_usage import latest_minute_by_project
 
 LOST_WORK_CAUSES = {EventType.PREEMPTED: "preemption", EventType.MOVED: "move"}
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -66,6 +68,7 @@ class SchedulerCollector:
         yield from self._lost_work()
         yield from self._workloads_and_nodes()
         yield from self._gpus()
+        yield from self._held_and_used()
 
     def _cycles(self) -> Iterator[Metric]:
         aggregates = {
@@ -220,6 +223,27 @@ class SchedulerCollector:
                 memory.add_metric(values, sample.memory_used_mib * 1024 * 1024)
         yield utilization
         yield memory
+
+    def _held_and_used(self) -> Iterator[Metric]:
+        """GPUs held and used per pool and project in the last rolled-up minute."""
+        labels = ["pool", "project"]
+        held = GaugeMetricFamily(
+            "fairway_gpus_held",
+            "GPUs held by a project's runs in a pool, mean over the last rolled-up minute "
+            "(agent pools; project empty: nobody's).",
+            labels=labels,
+        )
+        used = GaugeMetricFamily(
+            "fairway_gpus_used",
+            "GPUs actually busy (utilisation x share held), same minute and labels.",
+            labels=labels,
+        )
+        for row in latest_minute_by_project():
+            values = [row.pool, row.project]
+            held.add_metric(values, row.held_gpus)
+            used.add_metric(values, row.used_gpus)
+        yield held
+        yield used
 
 
 def _scrape_token_sent(request: HttpRequest) -> bool:

@@ -15,6 +15,7 @@ from api.views.overview import OverviewView
 from api.views.queues import QueueViewSet
 from api.views.quotas import QuotaViewSet
 from api.views.simulations import SimulationViewSet
+from api.views.usage import UsageView
 from api.views.workloads import WorkloadViewSet
 
 app_name = "api"
@@ -34,6 +35,7 @@ router.register("tokens", TokenViewSet, basename="token")
 v1 = [
     path("overview/", OverviewView.as_view(), name="overview"),
     path("me/", MeView.as_view(), name="me"),
+    path("usage/", UsageView.as_view(), name="usage"),
     path("agents/register/", AgentRegisterView.as_view(), name="agent-register"),
     *router.urls,
 ]

@@ -187,6 +187,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 300.0},
     },
+    "gpu-usage-roll-up": {
+        "task": "scheduler_core.runtime.tasks.gpu_usage_roll_up_task",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
+    },
     "simulated-runtime-tick": {
         "task": "scheduler_core.runtime.tasks.runtime_tick_task",
         "schedule": 1.0,
@@ -352,6 +357,13 @@ AGENT_USAGE_INTERVAL = env.float("AGENT_USAGE_INTERVAL", default=5.0)
 AGENT_UNREACHABLE_AFTER = env.float("AGENT_UNREACHABLE_AFTER", default=15.0)
 AGENT_LOST_AFTER = env.float("AGENT_LOST_AFTER", default=720.0)
 AGENT_USAGE_RETENTION = env.float("AGENT_USAGE_RETENTION", default=3600.0)
+# GPU usage history (docs/usage.md): raw samples are rolled up into one row per GPU, minute
+# and holding workload, then per hour; minute rows are kept GPU_USAGE_MINUTE_RETENTION
+# seconds (2 days: the 24 h charts), hour rows GPU_USAGE_HOUR_RETENTION (90 days). A minute
+# is rolled up GPU_USAGE_ROLLUP_LAG seconds after it ends (samples still on their way).
+GPU_USAGE_MINUTE_RETENTION = env.float("GPU_USAGE_MINUTE_RETENTION", default=2 * 86400.0)
+GPU_USAGE_HOUR_RETENTION = env.float("GPU_USAGE_HOUR_RETENTION", default=90 * 86400.0)
+GPU_USAGE_ROLLUP_LAG = env.float("GPU_USAGE_ROLLUP_LAG", default=15.0)
 # What one agent may send: bytes of output stored per run (the log says where it was cut),
 # frames a second per connection (over it, frames wait; none is dropped) and a burst.
 AGENT_LOG_MAX_BYTES = env.int("AGENT_LOG_MAX_BYTES", default=64 * 1024 * 1024)

@@ -183,3 +183,136 @@ def stacked_area(
         parts.append(_legend_svg(legend, left, height))
     parts.append("</svg>")
     return mark_safe("".join(parts))  # every label above is escaped
+
+
+@dataclass
+class Line:
+    """One figure over time, drawn as a filled area under a line."""
+
+    label: str
+    colour: str
+    values: list[float]
+
+
+@dataclass
+class _Frame:
+    """Where a time chart's plot sits, and its y scale."""
+
+    width: int
+    height: int
+    n: int
+    y_max: float
+    left: int = 52
+    right: int = 10
+    top: int = 10
+    bottom: int = 40
+
+    @property
+    def plot_w(self) -> float:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_h(self) -> float:
+        return self.height - self.top - self.bottom
+
+    def x(self, i: float) -> float:
+        return self.left + self.plot_w * i / max(self.n, 1)
+
+    def y(self, v: float) -> float:
+        return self.top + self.plot_h - self.plot_h * v / self.y_max
+
+
+def _grid(f: _Frame, unit: str, x_title: str) -> list[str]:
+    parts = []
+    for k in range(5):
+        v = f.y_max * k / 4
+        parts.append(
+            f'<line x1="{f.left}" x2="{f.width - f.right}" y1="{f.y(v):.1f}" y2="{f.y(v):.1f}" '
+            f'stroke="#e6e9ef" stroke-width="1"/>'
+            f'<text x="{f.left - 6}" y="{f.y(v) + 4:.1f}" text-anchor="end">{v:g}</text>'
+        )
+    middle = f.top + f.plot_h / 2
+    axis_y = f.top + f.plot_h
+    parts.append(
+        f'<text class="axis-title" data-axis="y" x="12" y="{middle:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 12 {middle:.1f})">{escape(unit)}</text>'
+        f'<text class="axis-title" data-axis="x" x="{f.left + f.plot_w / 2:.1f}" '
+        f'y="{axis_y + 30:.1f}" text-anchor="middle">{escape(x_title)}</text>'
+    )
+    return parts
+
+
+def _time_labels(f: _Frame, labels: list[str]) -> list[str]:
+    """Five time labels along the x axis, at the start of their steps."""
+    axis_y = f.top + f.plot_h
+    shown = sorted({round(i * (f.n - 1) / 4) for i in range(5)}) if f.n > 1 else [0]
+    parts = []
+    for i in shown[: f.n]:
+        anchor = "start" if i == 0 else "end" if i == f.n - 1 else "middle"
+        parts.append(
+            f'<text x="{f.x(i + (1 if i == f.n - 1 else 0)):.1f}" y="{axis_y + 14:.1f}" '
+            f'text-anchor="{anchor}">{escape(labels[i])}</text>'
+        )
+    return parts
+
+
+def _area(f: _Frame, line: Line) -> str:
+    """A step area: value i is the mean over step i, drawn across it."""
+    edge = []
+    for i, v in enumerate(line.values):
+        edge += [f"{f.x(i):.1f},{f.y(v):.1f}", f"{f.x(i + 1):.1f},{f.y(v):.1f}"]
+    base = f"{f.x(f.n):.1f},{f.y(0):.1f} {f.x(0):.1f},{f.y(0):.1f}"
+    colour = escape(line.colour)
+    return (
+        f'<g data-series="{escape(line.label)}"><polygon points="{" ".join(edge)} {base}" '
+        f'style="fill:{colour}" fill-opacity=".35"/><polyline points="{" ".join(edge)}" '
+        f'fill="none" style="stroke:{colour}" stroke-width="1.5"/></g>'
+    )
+
+
+def _hover_columns(f: _Frame, hover: list[str]) -> list[str]:
+    """One transparent column per step carrying its values: a native tooltip (<title>),
+    and `data-hover` for console/js/chart-hover.js, which shows them at once."""
+    parts = ['<g class="hover-cols">']
+    for i, text in enumerate(hover):
+        x0, x1 = f.x(i), f.x(i + 1)
+        parts.append(
+            f'<rect x="{x0:.1f}" y="{f.top}" width="{max(x1 - x0, 0.5):.2f}" '
+            f'height="{f.plot_h:.1f}" data-hover="{escape(text)}"><title>{escape(text)}'
+            "</title></rect>"
+        )
+    parts.append("</g>")
+    return parts
+
+
+def time_chart(
+    labels: list[str],
+    lines: list[Line],
+    hover: list[str],
+    *,
+    unit: str,
+    described: str,
+    width: int = 760,
+    height: int = 200,
+    x_title: str = "time",
+) -> SafeString:
+    """Areas of `lines` (not stacked: each from zero, drawn in order) over time steps
+    labelled `labels`, with a legend, and a hover text per step (`hover`) shown when the
+    pointer is over that step."""
+    n = len(labels)
+    peak = max((v for line in lines for v in line.values), default=0.0)
+    f = _Frame(width, height, n, _nice_ceiling(peak))
+    legend = _legend_rows([LegendEntry(line.label, line.colour) for line in lines], f.plot_w)
+    full_height = height + (len(legend) * LEGEND_ROW + 6 if legend else 0)
+    parts = [
+        f'<svg viewBox="0 0 {width} {full_height}" role="img" aria-label="{escape(described)}" '
+        'xmlns="http://www.w3.org/2000/svg" data-hover-chart>',
+        *_grid(f, unit, x_title),
+        *(_area(f, line) for line in lines if n),
+        *_time_labels(f, labels),
+        *_hover_columns(f, hover),
+    ]
+    if legend:
+        parts.append(_legend_svg(legend, f.left, height))
+    parts.append("</svg>")
+    return mark_safe("".join(parts))  # every label above is escaped

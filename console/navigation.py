@@ -35,6 +35,7 @@ def navigation(request) -> dict:
     items.append(NavItem("nodes", "Nodes", reverse("console:nodes")))
     items.append(NavItem("pools", "Pools", reverse("console:pools")))
     items.append(NavItem("org", "Organisation", reverse("console:org")))
+    items.append(NavItem("usage", "Usage", reverse("console:usage")))
     items.append(NavItem("events", "Events", reverse("console:events")))
     if is_admin:
         items.append(NavItem("quotas", "Quotas", reverse("console:quotas")))

@@ -15,6 +15,7 @@ from console.views import (
     simulations,
     submit,
     tokens,
+    usage,
     workload_list,
     workloads,
 )
@@ -91,6 +92,8 @@ urlpatterns = [
     ),
     path("org/<str:kind>/<int:pk>/delete/", org.owner_delete, name="owner_delete"),
     path("events/", events.events, name="events"),
+    path("usage/", usage.usage, name="usage"),
+    path("usage/panel/", usage.usage_panel, name="usage_panel"),
     path("simulations/", simulations.simulation_list, name="simulations"),
     path("simulations/compare/", simulations.simulation_compare, name="simulation_compare"),
     path("simulations/<int:pk>/", simulations.simulation_detail, name="simulation_detail"),

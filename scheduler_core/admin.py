@@ -366,3 +366,10 @@ class GpuSampleAdmin(ReadOnlyAdmin):
 class RunUsageSampleAdmin(ReadOnlyAdmin):
     list_display = ["run", "at", "cpu_percent", "rss_mib"]
     search_fields = ["run__workload__name"]
+
+
+@admin.register(models.GpuUsageRollup)
+class GpuUsageRollupAdmin(ReadOnlyAdmin):
+    list_display = ["start", "resolution", "node", "index", "workload", "held_gpus", "used_gpus"]
+    list_filter = ["resolution", "pool"]
+    search_fields = ["node__name", "workload__name"]

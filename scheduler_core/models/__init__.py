@@ -3,6 +3,7 @@
 from scheduler_core.models.accounts import ApiToken, IdempotencyKey
 from scheduler_core.models.agents import (
     GpuSample,
+    GpuUsageRollup,
     JoinToken,
     LogChunk,
     NodeCredential,
@@ -24,6 +25,7 @@ __all__ = [
     "Department",
     "DepartmentMembership",
     "GpuSample",
+    "GpuUsageRollup",
     "IdempotencyKey",
     "JoinToken",
     "LogChunk",

@@ -154,7 +154,7 @@ class GpuSample(models.Model):
 
     class Meta:
         ordering = ["-at"]
-        indexes = [models.Index(fields=["node", "index", "-at"])]
+        indexes = [models.Index(fields=["node", "index", "-at"]), models.Index(fields=["at"])]
 
     def __str__(self) -> str:
         return f"GPU {self.index} of node {self.node_id} at {self.at}: {self.utilization} %"
@@ -174,3 +174,66 @@ class RunUsageSample(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} at {self.at}: {self.cpu_percent} % CPU"
+
+
+class GpuUsageQuerySet(models.QuerySet):
+    def visible_to(self, user) -> GpuUsageQuerySet:
+        """Rows of the projects `user` may see, and the unheld part of every device (nodes
+        are visible to everyone signed in): the shared access rule."""
+        from scheduler_core import access
+        from scheduler_core.models.org import Project
+
+        if not access.is_authenticated(user):
+            return self.none()
+        visible = Project.objects.filter(access.project_q(user)).values("pk")
+        return self.filter(models.Q(project__in=visible) | models.Q(workload__isnull=True))
+
+
+class GpuUsageRollup(models.Model):
+    """A GPU's use over one bucket (a minute or an hour), for one workload that held it (or
+    for nobody: the part of the device no run held). Built from GpuSample by
+    services.gpu_usage: each sample is shared among the runs holding the device then, by
+    their GPU fractions, so every figure adds up across rows. `held_gpus` is the GPUs held
+    on average over the bucket, `used_gpus` the same weighted by the device's utilisation
+    (a whole GPU 30 % busy for the whole bucket: held 1, used 0.3), the memory figures the
+    mean MiB of the held share."""
+
+    resolution = models.PositiveIntegerField(help_text="Seconds the bucket spans (60, 3600).")
+    start = models.DateTimeField()
+    node = models.ForeignKey("scheduler_core.Node", on_delete=models.CASCADE, related_name="+")
+    pool = models.ForeignKey("scheduler_core.NodePool", on_delete=models.CASCADE, related_name="+")
+    index = models.PositiveIntegerField(help_text="The GPU's index on its node.")
+    workload = models.ForeignKey(
+        "scheduler_core.Workload", on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+",
+    )  # fmt: skip
+    project = models.ForeignKey(
+        "scheduler_core.Project", on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+",
+    )  # fmt: skip
+    samples = models.PositiveIntegerField()
+    held_gpus = models.FloatField()
+    used_gpus = models.FloatField()
+    memory_used_mib = models.FloatField()
+    memory_total_mib = models.FloatField()
+
+    objects = GpuUsageQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["resolution", "start", "node_id", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["resolution", "start", "node", "index", "workload"],
+                name="unique_gpu_usage_bucket",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["resolution", "start"]),
+            models.Index(fields=["resolution", "pool", "start"]),
+            models.Index(fields=["resolution", "project", "start"]),
+            models.Index(fields=["resolution", "node", "start"]),
+            models.Index(fields=["resolution", "workload", "start"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"GPU {self.index} of node {self.node_id}, {self.resolution} s from {self.start}"

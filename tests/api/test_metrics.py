@@ -73,12 +73,12 @@ def test_metrics_show_cycles_queues_workloads_and_preemptions(busy_cluster, scra
 def test_metrics_take_the_same_queries_whatever_the_size(
     busy_cluster, scraper, submit, django_assert_num_queries
 ):
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):
         scraper.get("/metrics")
     for i in range(5):
         submit("infra", f"more-{i}", gpus=1)
     run_cycle()
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):
         scraper.get("/metrics")
 
 

@@ -178,6 +178,7 @@ ROUTES: list[Route] = [
     everyone("get", "/api/v1/queues/a100/"),
     everyone("get", "/api/v1/events/"),
     everyone("get", "/api/v1/overview/"),
+    everyone("get", "/api/v1/usage/"),
     everyone("get", "/api/v1/me/"),
     # tokens
     everyone("get", "/api/v1/tokens/"),

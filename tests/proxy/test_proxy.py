@@ -137,3 +137,37 @@ def test_a_websocket_of_an_outsider_or_an_anonymous_user_is_refused(cluster, pod
             assert not connected and code in (4401, 4404)
 
     run(body)
+
+
+def test_the_workload_page_shows_an_open_link_per_port_of_each_running_pod(cluster, pod_port):
+    workload = running_with_port(cluster, port=pod_port)
+    browser = Client()
+    browser.force_login(cluster["researcher"])
+    html = browser.get(f"/workloads/{workload.pk}/").content.decode()
+    assert f'href="/proxy/{workload.pk}/main-0/web/"' in html
+    assert "Open web" in html
+
+
+def test_a_simulated_workload_with_ports_says_nothing_can_be_opened(cluster):
+    from tests import factories
+
+    spec = {"duration": 60, "ports": [{"name": "web"}]}
+    workload = factories.running_workload(cluster["vision"], cluster["nodes"][:1], spec=spec)
+    browser = Client()
+    browser.force_login(cluster["researcher"])
+    html = browser.get(f"/workloads/{workload.pk}/").content.decode()
+    assert "runs no processes and cannot serve ports" in html
+    assert "/proxy/" not in html
+
+
+def test_the_api_gives_each_open_port_its_proxy_path(cluster, pod_port):
+    from rest_framework.test import APIClient
+
+    workload = running_with_port(cluster, port=pod_port)
+    api = APIClient()
+    api.force_authenticate(cluster["researcher"])
+    ports = api.get(f"/api/v1/workloads/{workload.pk}/").json()["ports"]
+    assert ports == [
+        {"pod": "main-0", "name": "web", "path": f"/proxy/{workload.pk}/main-0/web/",
+         "host": "127.0.0.1", "port": pod_port}
+    ]  # fmt: skip

@@ -3,8 +3,8 @@ else FAIRWAY_PORT_WEB), under the proxy prefix Fairway gives it. Standard librar
 pods run as an unprivileged user with the system's python3.
 
 - GET <anything>: JSON of what arrived (path, headers, its port and prefix variables), or,
-  for a path ending in `/page`, an HTML page whose script echoes a message over the
-  websocket and shows it;
+  for a path ending in `/` (its prefix), an HTML page whose script echoes a message over
+  the websocket at `ws` and shows it;
 - a websocket (RFC 6455): every message is sent back as it came (text as text, binary as
   binary); the text `close-4321` closes it with code 4321."""
 
@@ -22,7 +22,7 @@ GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 PAGE = """<!doctype html><html><head><title>Pod page</title></head><body>
 <h1>Hello from pod PREFIX</h1><p id="echo">waiting</p>
 <script>
-const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/page$/, "ws"));
+const ws = new WebSocket(location.href.replace(/^http/, "ws") + "ws");
 ws.onopen = () => ws.send("echo through the proxy");
 ws.onmessage = (e) => { document.getElementById("echo").textContent = "echoed: " + e.data; };
 </script></body></html>"""
@@ -96,7 +96,7 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         path, headers = await read_head(reader)
         if headers.get("upgrade", "").lower() == "websocket":
             await echo(reader, writer, headers)
-        elif path.split("?")[0].endswith("/page"):
+        elif path.split("?")[0].endswith("/"):
             prefix = os.environ.get("FAIRWAY_PROXY_PREFIX", "/")
             respond(writer, PAGE.replace("PREFIX", prefix), "text/html; charset=utf-8")
         else:

@@ -145,6 +145,7 @@ def test_a_pods_http_and_websocket_are_open_to_those_who_may_see_it(stack):
     )  # fmt: skip
     assert cli.returncode == 0, cli.stderr
     assert f"{stack.url}/proxy/{pk}/main-0/web/" in cli.stdout
+    stack.request("POST", f"/api/v1/workloads/{pk}/cancel/")
 
 
 def test_a_pod_that_does_not_listen_gives_502_with_a_message(stack):
@@ -154,4 +155,38 @@ def test_a_pod_that_does_not_listen_gives_502_with_a_message(stack):
     status, body = fetch(stack, port["path"], signed_in(stack, "ada", "ada-password"))
     assert status == 502
     assert "pod main-0 does not answer on its port web" in body
+    stack.request("POST", f"/api/v1/workloads/{pk}/cancel/")
+
+
+@pytest.mark.browser
+def test_the_open_link_on_the_workload_page_opens_the_pods_page(stack):
+    from playwright.sync_api import sync_playwright
+
+    from tests.console.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    pk = stack.submit("lab", ["python3", str(POD_SERVER)], gpus=0, cpu=0.1,
+                      spec={"ports": [{"name": "web"}]})["id"]  # fmt: skip
+    open_port(stack, pk)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{stack.url}/login/?next=/workloads/{pk}/")
+            page.fill("#id_username", "ada")
+            page.fill("#id_password", "ada-password")
+            page.click("button[type=submit]")
+            link = page.get_by_role("link", name="Open web of pod main-0")
+            link.wait_for(timeout=20_000)
+            with page.expect_popup() as popup:
+                link.click()
+            pod_page = popup.value
+            pod_page.wait_for_load_state()
+            assert pod_page.url == f"{stack.url}/proxy/{pk}/main-0/web/"
+            assert f"Hello from pod /proxy/{pk}/main-0/web/" in pod_page.inner_text("h1")
+            echoed = pod_page.locator("#echo")
+            echoed.filter(has_text="echoed: echo through the proxy").wait_for(timeout=10_000)
+        finally:
+            browser.close()
     stack.request("POST", f"/api/v1/workloads/{pk}/cancel/")

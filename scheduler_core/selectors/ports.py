@@ -62,12 +62,14 @@ def ports_note(workload: Workload, backend: str | None) -> str:
     none, or some are open or may open once it runs)."""
     if not declared_ports(workload.spec):
         return ""
-    if backend is not None and backend not in backends_with(Capability.EXPOSES_PORTS):
+    if backend is None or backend in backends_with(Capability.EXPOSES_PORTS):
+        return ""
+    if backend in backends_with(Capability.KNOWS_RUN_ENDS):
         return (
-            f"Its pool runs on the {backend} backend, which runs no processes and cannot "
-            "serve ports: there is nothing to open."
+            f"Its pool is simulated (the {backend} backend): no process runs, so nothing "
+            "serves these ports and there is nothing to open."
         )
-    return ""
+    return f"Its pool's backend ({backend}) does not give pods ports yet: nothing to open."
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,7 +156,7 @@ def test_a_simulated_workload_with_ports_says_nothing_can_be_opened(cluster):
     browser = Client()
     browser.force_login(cluster["researcher"])
     html = browser.get(f"/workloads/{workload.pk}/").content.decode()
-    assert "runs no processes and cannot serve ports" in html
+    assert "no process runs, so nothing serves these ports" in html
     assert "/proxy/" not in html
 
 

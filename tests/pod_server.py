@@ -28,15 +28,15 @@ ws.onmessage = (e) => { document.getElementById("echo").textContent = "echoed: "
 </script></body></html>"""
 
 
-async def read_head(reader: asyncio.StreamReader) -> tuple[str, dict[str, str]]:
+async def read_head(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str]]:
     head = (await reader.readuntil(b"\r\n\r\n")).decode("latin1").split("\r\n")
-    path = head[0].split(" ")[1]
+    method, path = head[0].split(" ")[:2]
     headers = {}
     for line in head[1:]:
         if ":" in line:
             name, value = line.split(":", 1)
             headers[name.strip().lower()] = value.strip()
-    return path, headers
+    return method, path, headers
 
 
 def respond(writer: asyncio.StreamWriter, body: str, kind: str, extra: str = "") -> None:
@@ -93,15 +93,17 @@ async def echo(reader, writer, headers: dict[str, str]) -> None:
 
 async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
-        path, headers = await read_head(reader)
+        method, path, headers = await read_head(reader)
         if headers.get("upgrade", "").lower() == "websocket":
             await echo(reader, writer, headers)
         elif path.split("?")[0].endswith("/"):
             prefix = os.environ.get("FAIRWAY_PROXY_PREFIX", "/")
             respond(writer, PAGE.replace("PREFIX", prefix), "text/html; charset=utf-8")
         else:
+            body = await reader.readexactly(int(headers.get("content-length", 0)))
             seen = {"path": path, "headers": headers, "port": os.environ.get("FAIRWAY_PORT_WEB"),
-                    "prefix": os.environ.get("FAIRWAY_PROXY_PREFIX")}  # fmt: skip
+                    "prefix": os.environ.get("FAIRWAY_PROXY_PREFIX"),
+                    "method": method, "body": body.decode("latin1")}  # fmt: skip
             # the pod may not set Fairway's session cookie: the proxy drops this
             stolen = "Set-Cookie: sessionid=stolen; Path=/\r\n"
             respond(writer, json.dumps(seen), "application/json", stolen)

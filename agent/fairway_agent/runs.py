@@ -211,19 +211,8 @@ class RunManager:
         checkpoint_dir = self.checkpoint_root / checkpoint_key
         checkpoint_dir.mkdir(parents=True, exist_ok=True, mode=0o755)
         self._own(checkpoint_dir)
-        devices = ",".join(str(i) for i in gpus)
         run_ports = self._ports(key, msg)
-        pod_env = {str(k): str(v) for k, v in (msg.get("env") or {}).items()}
-        pod_env |= ports.environment(run_ports)
-        pod_env |= {
-            "CUDA_VISIBLE_DEVICES": devices,
-            "NVIDIA_VISIBLE_DEVICES": devices,
-            "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-            "FAIRWAY_GPU_FRACTION": str(msg.get("gpu_fraction", 1)),
-            "FAIRWAY_RUN_DIR": str(run_dir.work),
-            "FAIRWAY_STOP_FILE": str(run_dir.stop),
-            "FAIRWAY_CHECKPOINT_DIR": str(checkpoint_dir),
-        }
+        pod_env = _pod_env(msg, gpus, run_dir, checkpoint_dir) | ports.environment(run_ports)
         base_env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
         base_env.setdefault("PATH", DEFAULT_PATH)
         base_env |= {"HOME": self.run_as.home, "USER": self.run_as.name}
@@ -430,6 +419,22 @@ class RunManager:
             self.runs[key] = run
             log.info("adopted run %s (epoch %s): %s", key, epoch, run.status.state)
         self.poll()
+
+
+def _pod_env(
+    msg: dict[str, Any], gpus: list[int], run_dir: RunDir, checkpoint_dir: Path
+) -> dict[str, str]:
+    """What the server sent (`env`) and what the node adds: the pod's devices and files."""
+    devices = ",".join(str(i) for i in gpus)
+    return {str(k): str(v) for k, v in (msg.get("env") or {}).items()} | {
+        "CUDA_VISIBLE_DEVICES": devices,
+        "NVIDIA_VISIBLE_DEVICES": devices,
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "FAIRWAY_GPU_FRACTION": str(msg.get("gpu_fraction", 1)),
+        "FAIRWAY_RUN_DIR": str(run_dir.work),
+        "FAIRWAY_STOP_FILE": str(run_dir.stop),
+        "FAIRWAY_CHECKPOINT_DIR": str(checkpoint_dir),
+    }
 
 
 class StartError(Exception):

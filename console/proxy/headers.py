@@ -22,7 +22,8 @@ WEBSOCKET_HANDSHAKE = frozenset(
         b"sec-websocket-protocol", b"sec-websocket-accept",
     }
 )  # fmt: skip
-NEVER_FORWARDED = frozenset({b"authorization", b"content-length", b"host"})
+# Content-Length stays: the body is streamed at that length (chunked only when the browser's is)
+NEVER_FORWARDED = frozenset({b"authorization", b"host"})
 
 Headers = list[tuple[bytes, bytes]]
 

@@ -59,6 +59,17 @@ def test_a_user_who_may_see_the_workload_gets_the_pods_answer(cluster, pod_port)
     assert header(response, b"set-cookie") is None  # the pod may not set Fairway's session
 
 
+def test_a_post_reaches_the_pod_with_its_body(cluster, pod_port):
+    workload = running_with_port(cluster, port=pod_port)
+    body = b"x=1&" * 5000
+    headers = [(b"cookie", cookie_of(cluster["researcher"])),
+               (b"content-length", str(len(body)).encode())]  # fmt: skip
+    response = get(f"/proxy/{workload.pk}/main-0/web/save", headers, "POST", body)
+    assert response["status"] == 200
+    seen = json.loads(response["body"])
+    assert (seen["method"], seen["body"]) == ("POST", body.decode())
+
+
 def test_another_departments_user_gets_404_and_an_anonymous_one_is_refused(cluster, pod_port):
     workload = running_with_port(cluster, port=pod_port)
     path = f"/proxy/{workload.pk}/main-0/web/"

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from console.proxy.headers import forwarded, request_headers, response_headers
+from scheduler_core.runtime.ports import port_env_name
 
 logger = logging.getLogger(__name__)
 
@@ -138,5 +139,5 @@ def not_listening(pod: str, prefix: str, host: str, port: int, exc: Exception) -
     return (
         f"Bad gateway: pod {pod} does not answer on its port {name} ({host}:{port}): {why}.\n"
         "Its process may still be starting, or it does not listen on the port Fairway gave "
-        f"it (FAIRWAY_PORT_{name.upper().replace('-', '_')}, on all interfaces)."
+        f"it ({port_env_name(name)}, on all interfaces)."
     )

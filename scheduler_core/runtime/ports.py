@@ -20,6 +20,11 @@ def declared_ports(spec: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(str(p["name"]) for p in ports if isinstance(p, dict) and "name" in p)
 
 
+def port_env_name(name: str) -> str:
+    """The variable that tells a pod port `name`'s number (FAIRWAY_PORT_<NAME>)."""
+    return port_variable(name)
+
+
 def proxy_path(workload_id: int, pod: str, port: str) -> str:
     """Where Fairway's web server serves port `port` of pod `pod` (`main-0`)."""
     return f"{PROXY_ROOT}{workload_id}/{pod}/{port}/"

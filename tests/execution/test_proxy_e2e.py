@@ -162,7 +162,7 @@ def test_a_pod_that_does_not_listen_gives_502_with_a_message(stack):
 def test_the_open_link_on_the_workload_page_opens_the_pods_page(stack):
     from playwright.sync_api import sync_playwright
 
-    from tests.console.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+    from tests.console.browser.conftest import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS
 
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
@@ -172,13 +172,16 @@ def test_the_open_link_on_the_workload_page_opens_the_pods_page(stack):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page()
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(f"{stack.url}/login/?next=/workloads/{pk}/")
             page.fill("#id_username", "ada")
             page.fill("#id_password", "ada-password")
             page.click("button[type=submit]")
             link = page.get_by_role("link", name="Open web of pod main-0")
             link.wait_for(timeout=20_000)
+            page.mouse.wheel(0, 380)  # the Open card (the page's live part is swapped in)
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(SCREENSHOTS / "workload-open.png"))
             with page.expect_popup() as popup:
                 link.click()
             pod_page = popup.value

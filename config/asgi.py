@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP (console, API, admin) and websockets (live events, node agents)."""
+"""ASGI entry point: HTTP (console, API, admin), websockets (live events, node agents) and
+the proxy to interactive pods under /proxy/ (HTTP and websockets, console/proxy)."""
 
 import os
 
@@ -31,10 +32,29 @@ browser_websockets = AllowedHostsOriginValidator(
 agent_websockets = URLRouter(agent_websocket_urlpatterns)
 
 
+from console.proxy import proxy_app  # noqa: E402
+from scheduler_core.runtime.ports import PROXY_ROOT  # noqa: E402
+
+# A page of another site may not open a pod's websocket with the user's cookie either.
+proxy_websockets = AllowedHostsOriginValidator(proxy_app)
+
+
 async def websockets(scope, receive, send):
-    """Agents' websockets to their consumer, every other one through the browser stack."""
-    app = agent_websockets if scope["path"] == AGENTS_PATH else browser_websockets
+    """Agents' websockets to their consumer, pods' to the proxy, every other one through
+    the browser stack."""
+    if scope["path"] == AGENTS_PATH:
+        app = agent_websockets
+    elif scope["path"].startswith(PROXY_ROOT):
+        app = proxy_websockets
+    else:
+        app = browser_websockets
     return await app(scope, receive, send)
 
 
-application = ProtocolTypeRouter({"http": http_app, "websocket": websockets})
+async def http(scope, receive, send):
+    """Pods' pages to the proxy (streamed on the event loop), the rest to Django."""
+    app = proxy_app if scope["path"].startswith(PROXY_ROOT) else http_app
+    return await app(scope, receive, send)
+
+
+application = ProtocolTypeRouter({"http": http, "websocket": websockets})

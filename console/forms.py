@@ -38,19 +38,28 @@ def attach_service_errors(
             form.add_error(None, message)
         return
     for key, messages in error.message_dict.items():
-        field: str | None = aliases.get(key, key)
-        where = ""
-        if field not in form.fields:
-            # A nested key ("changes.quotas[0].gpus", "groups[1].pods") goes to its field,
-            # saying where inside it the problem is.
-            match = re.match(r"^(\w+)[.\[]?(.*)$", key)
-            field = aliases.get(match.group(1), match.group(1)) if match else None
-            where = key[len(match.group(1)) :].lstrip(".") if match else ""
+        field, where = _field_of(form, key, aliases)
         for message in messages:
             if field in form.fields:
                 form.add_error(field, f"{where}: {message}" if where else message)
             else:
                 form.add_error(None, f"{key}: {message}")
+
+
+def _field_of(form: forms.Form, key: str, aliases: dict[str, str]) -> tuple[str | None, str]:
+    """The form field an error's key names, and where inside it: a nested key
+    ("changes.quotas[0].gpus", "spec.ports[1].name") goes to the field of its longest
+    alias or its first word."""
+    field = aliases.get(key, key)
+    if field in form.fields:
+        return field, ""
+    for alias in sorted(aliases, key=len, reverse=True):
+        if key.startswith(alias) and key[len(alias) : len(alias) + 1] in (".", "["):
+            return aliases[alias], key[len(alias) :].lstrip(".")
+    match = re.match(r"^(\w+)[.\[]?(.*)$", key)
+    if match is None:
+        return None, ""
+    return aliases.get(match.group(1), match.group(1)), key[len(match.group(1)) :].lstrip(".")
 
 
 def json_field(
@@ -129,6 +138,13 @@ class SubmitForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "EPOCHS=10"}),
         help_text="Environment, one KEY=value per line.",
     )
+    ports = forms.CharField(
+        required=False,
+        max_length=200,
+        widget=forms.TextInput(attrs={"placeholder": "lab, tb"}),
+        help_text="Names of the ports each pod serves over HTTP (its number in "
+        "$FAIRWAY_PORT_<NAME>); opened from the workload's page.",
+    )
     weight = forms.FloatField(initial=1.0, help_text="Demand weight under the fairshare policy.")
     backoff_limit = forms.IntegerField(
         required=False,
@@ -150,7 +166,9 @@ class SubmitForm(forms.Form):
         help_text="Optional multi-group gang as JSON; replaces pods/min_pods/gpus/cpu/memory.",
     )
 
-    aliases = {"spec.duration": "duration", "pools": "pool_1", "spec": "image"}
+    aliases = {
+        "spec.duration": "duration", "pools": "pool_1", "spec": "image", "spec.ports": "ports",
+    }  # fmt: skip
 
     def __init__(
         self,
@@ -215,6 +233,9 @@ class SubmitForm(forms.Form):
                 spec[key] = data[key]
         if data.get("env_dict"):
             spec["env"] = data["env_dict"]
+        names = re.split(r"[\s,]+", (data.get("ports") or "").strip())
+        if any(names):
+            spec["ports"] = [{"name": name, "protocol": "http"} for name in names if name]
         if data.get("duration") is not None:
             spec["duration"] = data["duration"]
         if data.get("checkpoint_every") is not None:

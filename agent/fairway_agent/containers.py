@@ -53,9 +53,11 @@ def container_argv(
     mounts: Sequence[str],
     workdir: str | None,
     user: str | None,
+    ports: Sequence[int] = (),
 ) -> list[str]:
     """`docker run` (or podman) with the pod's GPUs, env (passed by name, so values never
-    appear in a process list), the run and checkpoint directories mounted at the same paths."""
+    appear in a process list), the run and checkpoint directories mounted at the same paths,
+    and its ports published at the same numbers."""
     argv = [runtime, "run", "--rm", "--init", "--name", container_name(run)]
     if gpus:
         if runtime.endswith("podman"):
@@ -67,6 +69,8 @@ def container_argv(
         argv += ["-e", name]
     for path in mounts:
         argv += ["-v", f"{path}:{path}"]
+    for port in ports:
+        argv += ["-p", f"{port}:{port}"]
     if workdir:
         argv += ["-w", workdir]
     if user:

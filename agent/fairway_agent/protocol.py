@@ -47,6 +47,17 @@ STOP_FAILED_PEER = "failed-peer"
 STOP_LOST = "lost"
 STOP_REASONS = frozenset({STOP_PREEMPT, STOP_CANCEL, STOP_FAILED_PEER, STOP_LOST})
 
+# A pod's ports (a start's `ports`: names; a run_state's `ports`: name -> port number).
+MAX_PORTS = 8
+PORT_VARIABLE = "FAIRWAY_PORT_"  # + the name in capitals, dashes as underscores
+PROXY_PREFIX_VARIABLE = "FAIRWAY_PROXY_PREFIX"
+
+
+def port_variable(name: str, prefix: str = PORT_VARIABLE) -> str:
+    """The environment variable of port `name` (`web-ui` -> FAIRWAY_PORT_WEB_UI)."""
+    return prefix + name.upper().replace("-", "_")
+
+
 # Required fields of each message type, by sender (the envelope's v, seq, type aside).
 FROM_AGENT: dict[str, tuple[str, ...]] = {
     "hello": ("node", "agent_version", "devices", "cpu", "memory_gib", "max_epoch", "runs"),

@@ -25,7 +25,7 @@ from typing import Any
 import psutil  # type: ignore[import-untyped]
 
 import fairway_agent
-from fairway_agent import containers, protocol
+from fairway_agent import containers, ports, protocol
 from fairway_agent.discovery import Device
 from fairway_agent.identity import RunAs
 from fairway_agent.procgroup import is_same_process, signal_group
@@ -56,6 +56,7 @@ class RunStatus:
     signal: str | None = None
     reason: str | None = None
     at: str = field(default_factory=lambda: iso(time.time()))
+    ports: dict[str, int] | None = None  # where its ports listen (its `running` state)
 
     @property
     def terminal(self) -> bool:
@@ -71,7 +72,7 @@ class RunStatus:
             "signal": self.signal,
             "reason": self.reason,
             "at": self.at,
-        }
+        } | ({"ports": self.ports} if self.ports else {})
 
 
 @dataclass
@@ -84,6 +85,7 @@ class Run:
     shim_pid: int | None = None
     shim_create_time: float | None = None
     popen: subprocess.Popen[bytes] | None = None  # only for shims this agent started
+    ports: dict[str, int] = field(default_factory=dict)  # port name -> port on this node
 
     def shim_alive(self) -> bool:
         if self.shim_pid is None or self.shim_create_time is None:
@@ -167,6 +169,7 @@ class RunManager:
             spec = self._spec(key, run_dir, msg)
         except StartError as exc:
             return self._fail(run, meta, str(exc))
+        meta["ports"] = run.ports
         write_json(run_dir.spec, spec, mode=0o600)
         try:
             run.popen = self._spawn_shim(run_dir)
@@ -208,17 +211,8 @@ class RunManager:
         checkpoint_dir = self.checkpoint_root / checkpoint_key
         checkpoint_dir.mkdir(parents=True, exist_ok=True, mode=0o755)
         self._own(checkpoint_dir)
-        devices = ",".join(str(i) for i in gpus)
-        pod_env = {str(k): str(v) for k, v in (msg.get("env") or {}).items()}
-        pod_env |= {
-            "CUDA_VISIBLE_DEVICES": devices,
-            "NVIDIA_VISIBLE_DEVICES": devices,
-            "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-            "FAIRWAY_GPU_FRACTION": str(msg.get("gpu_fraction", 1)),
-            "FAIRWAY_RUN_DIR": str(run_dir.work),
-            "FAIRWAY_STOP_FILE": str(run_dir.stop),
-            "FAIRWAY_CHECKPOINT_DIR": str(checkpoint_dir),
-        }
+        run_ports = self._ports(key, msg)
+        pod_env = _pod_env(msg, gpus, run_dir, checkpoint_dir) | ports.environment(run_ports)
         base_env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
         base_env.setdefault("PATH", DEFAULT_PATH)
         base_env |= {"HOME": self.run_as.home, "USER": self.run_as.name}
@@ -255,6 +249,7 @@ class RunManager:
                 mounts=[str(run_dir.work), str(checkpoint_dir), str(run_dir.path)],
                 workdir=msg.get("workdir"),
                 user=f"{self.run_as.uid}:{self.run_as.gid}",
+                ports=list(run_ports.values()),
             )
             spec["cwd"] = str(run_dir.path)
             spec["user"] = None  # the runtime's client runs as the agent; --user inside
@@ -262,6 +257,17 @@ class RunManager:
         elif not command:
             raise StartError("the start message has no command (argv or shell)")
         return spec
+
+    def _ports(self, key: str, msg: dict[str, Any]) -> dict[str, int]:
+        """Free ports for the ports the start names, kept with the run (its meta.json)."""
+        taken = {p for run in self.runs.values() if not run.status.terminal
+                 for p in run.ports.values()}  # fmt: skip
+        try:
+            chosen = ports.pick(ports.names(msg.get("ports")), taken)
+        except ports.PortError as exc:
+            raise StartError(str(exc)) from None
+        self.runs[key].ports = chosen
+        return chosen
 
     @staticmethod
     def _command(msg: dict[str, Any]) -> list[str]:
@@ -326,7 +332,9 @@ class RunManager:
             alive = run.shim_alive()
             record = read_json(run.dir.exit)
             if run.status.state == protocol.RUN_STARTING and run.dir.started.exists():
-                run.status = RunStatus(run.status.run, run.status.epoch, protocol.RUN_RUNNING)
+                run.status = RunStatus(
+                    run.status.run, run.status.epoch, protocol.RUN_RUNNING, ports=run.ports
+                )
                 changes.append(run.status)
             if record is None and not alive:
                 record = read_json(run.dir.exit) or {
@@ -400,15 +408,33 @@ class RunManager:
                 RunStatus(meta["run"], epoch, protocol.RUN_STARTING),
                 shim_pid=meta.get("shim_pid"),
                 shim_create_time=meta.get("shim_create_time"),
+                ports={str(k): int(v) for k, v in (meta.get("ports") or {}).items()},
             )
             record = read_json(run_dir.exit)
             if record is not None:
                 run.status = _status_from_exit(run.status, record)
             elif run_dir.started.exists():
                 run.status.state = protocol.RUN_RUNNING
+                run.status.ports = run.ports
             self.runs[key] = run
             log.info("adopted run %s (epoch %s): %s", key, epoch, run.status.state)
         self.poll()
+
+
+def _pod_env(
+    msg: dict[str, Any], gpus: list[int], run_dir: RunDir, checkpoint_dir: Path
+) -> dict[str, str]:
+    """What the server sent (`env`) and what the node adds: the pod's devices and files."""
+    devices = ",".join(str(i) for i in gpus)
+    return {str(k): str(v) for k, v in (msg.get("env") or {}).items()} | {
+        "CUDA_VISIBLE_DEVICES": devices,
+        "NVIDIA_VISIBLE_DEVICES": devices,
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "FAIRWAY_GPU_FRACTION": str(msg.get("gpu_fraction", 1)),
+        "FAIRWAY_RUN_DIR": str(run_dir.work),
+        "FAIRWAY_STOP_FILE": str(run_dir.stop),
+        "FAIRWAY_CHECKPOINT_DIR": str(checkpoint_dir),
+    }
 
 
 class StartError(Exception):

@@ -348,6 +348,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 signal=body.signal,
                 reason=body.reason,
                 at=services.server_time(_time(body.at)),
+                ports=body.ports,
             )
         if problem is not None:
             raise protocol.ProtocolError(protocol.ERR_MALFORMED, problem)

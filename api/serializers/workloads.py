@@ -14,6 +14,7 @@ from scheduler_core.choices import WorkloadKind, WorkloadStatus
 from scheduler_core.engine.transitions import DEFAULT_FAILED_RUN_RESTARTS
 from scheduler_core.models import NodePool, Project
 from scheduler_core.schemas.workloads import NewPriority, WorkloadSubmission
+from scheduler_core.selectors.ports import open_ports
 from scheduler_core.services.workloads import WorkloadRequest
 
 MAX_BULK = 500
@@ -80,8 +81,9 @@ class WorkloadSubmitSerializer(SchemaInputSerializer):
     )
     spec = _documented(
         "spec",
-        "What the runtime needs: image, command (a line or its words), env, duration (seconds "
-        "of work for simulated runs), checkpoint_every (seconds).",
+        "What the runtime needs: image, command (a line or its words), env, ports (a list of "
+        "{name, protocol: http}: each pod serves them, opened through /proxy/), duration "
+        "(seconds of work for simulated runs), checkpoint_every (seconds).",
     )
 
     def validate(self, attrs):
@@ -196,7 +198,7 @@ class WorkloadSerializer(serializers.Serializer):
         help_text="Times reclaim or priority preemption evicted it so far."
     )
     spec = serializers.DictField(
-        help_text="Runtime spec: image, command, env, duration, checkpoint_every."
+        help_text="Runtime spec: image, command, env, ports, duration, checkpoint_every."
     )
     status = serializers.ChoiceField(
         choices=WorkloadStatus.choices, help_text="Where it is in its life."
@@ -240,9 +242,29 @@ class WorkloadSerializer(serializers.Serializer):
         return sorted({a.node.name for a in workload.allocations.all()})
 
 
+class OpenPortSerializer(serializers.Serializer):
+    """A port of a running pod, opened through Fairway's proxy."""
+
+    pod = serializers.CharField(help_text="The pod (group-index, e.g. main-0).")
+    name = serializers.CharField(help_text="The port's name, as the spec declares it.")
+    path = serializers.CharField(
+        help_text="Where Fairway serves it: /proxy/<workload>/<pod>/<port>/ on this server "
+        "(signed in to the console, for users who may see the workload)."
+    )
+    host = serializers.CharField(help_text="Where the pod listens: its node's address...")
+    port = serializers.IntegerField(help_text="...and the port its node gave it.")
+
+
 class WorkloadDetailSerializer(WorkloadSerializer):
-    """A workload with every pod's node and GPU devices."""
+    """A workload with every pod's node and GPU devices, and its open ports."""
 
     placements = PlacementSerializer(
         source="allocations", many=True, help_text="Running pods with their nodes and devices."
     )
+    ports = serializers.SerializerMethodField(
+        help_text="The ports its running pods serve (spec.ports), each with its proxy path."
+    )
+
+    @extend_schema_field(OpenPortSerializer(many=True))
+    def get_ports(self, workload) -> list[dict[str, Any]]:
+        return [OpenPortSerializer(p).data for p in open_ports(workload)]

@@ -24,6 +24,7 @@ from api.views.base import ApiViewSet
 from api.views.events import event_page, event_queryset
 from scheduler_core.models import Workload
 from scheduler_core.selectors.agents import workload_logs
+from scheduler_core.selectors.ports import with_open_ports
 from scheduler_core.selectors.workloads import workload_list, workloads_with_placements
 from scheduler_core.services import workloads as services
 
@@ -51,7 +52,9 @@ class WorkloadViewSet(ApiViewSet):
     ordering = ["-submitted_at", "-id"]
 
     def get_queryset(self):
-        return workloads_with_placements(workload_list(user=self.request.user))
+        workloads = workloads_with_placements(workload_list(user=self.request.user))
+        # one workload answers in full (WorkloadDetailSerializer), its open ports included
+        return workloads if self.action == "list" else with_open_ports(workloads)
 
     def get_throttles(self):
         if self.action in SUBMIT_ACTIONS:

@@ -12,10 +12,11 @@ from django.views.decorators.http import require_POST
 
 from console.forms import PriorityForm
 from console.views.common import page
-from console.views.workload_output import output_context
+from console.views.workload_output import output_context, pool_backends
 from scheduler_core import access, selectors
 from scheduler_core.models import Workload
 from scheduler_core.selectors.event_feed import workload_timeline
+from scheduler_core.selectors.ports import open_ports, ports_note
 from scheduler_core.services import workloads as workload_services
 
 
@@ -24,10 +25,20 @@ def _visible_workload(request, pk: int) -> Workload:
     return get_object_or_404(qs, pk=pk)
 
 
+def _backend(workload: Workload, allocations: list) -> str | None:
+    """The backend that runs (or would run) the workload: its pools', when they have one."""
+    backends = set(pool_backends(allocations).values())
+    if not backends:
+        backends = {c.pool.backend for c in workload.pool_choices.all()}
+    return backends.pop() if len(backends) == 1 else None
+
+
 def _detail_context(request, workload: Workload, *, with_log: bool = False) -> dict:
     allocations = list(workload.allocations.all())
     return {
         **output_context(request, workload, allocations, with_log=with_log),
+        "open_ports": open_ports(workload),
+        "ports_note": ports_note(workload, _backend(workload, allocations)),
         "w": workload,
         "allocations": allocations,
         "nodes": sorted({a.node.name for a in allocations}),

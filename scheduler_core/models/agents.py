@@ -71,7 +71,9 @@ class PodRun(models.Model):
     `allocation` is the scheduler's claim it serves; it is cleared when the pod is
     evicted, moved, shrunk or ends, and a live run without one is stopped. `epoch` is the
     node's start counter: a start message is obeyed only once. `external_id` is the
-    executor's own id of the run (a Slurm job id, a pod UID), when it has one."""
+    executor's own id of the run (a Slurm job id, a pod UID), when it has one. `ports`:
+    where the ports its workload declares listen (host and port each), as its executor
+    reported them; Fairway's proxy reaches the pod there."""
 
     workload = models.ForeignKey(
         "scheduler_core.Workload", on_delete=models.CASCADE, related_name="pod_runs"
@@ -103,6 +105,10 @@ class PodRun(models.Model):
     external_id = models.CharField(
         max_length=128, blank=True, help_text="The executor's own id of the run (a Slurm job id)."
     )
+    ports = models.JSONField(
+        default=list, blank=True,
+        help_text='Where its declared ports listen: [{"name", "host", "port"}], as reported.',
+    )  # fmt: skip
 
     # Its place among its pod's runs (1: the first), where a selector numbered them
     # (selectors.agents.pod_runs_of); not stored.

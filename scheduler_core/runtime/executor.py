@@ -40,6 +40,10 @@ class Capability(StrEnum):
     # Its pods' output reaches the log store (the agent's `log` frames; a Slurm job's
     # output files): the console shows a log panel.
     KEEPS_LOGS = "keeps_logs"
+    # It gives each pod the ports its spec declares (`Launch.ports`: free ports on the
+    # pod's node, in FAIRWAY_PORT_<NAME>) and reports where each listens
+    # (RunReport.ports): Fairway's web server proxies them (/proxy/...).
+    EXPOSES_PORTS = "exposes_ports"
 
 
 class StopReason(StrEnum):
@@ -85,7 +89,8 @@ class Launch:
     checkpoint key that stays the same across restarts, and the pods started in this
     pass. `gang_size`: how many pods it has placed in all (an executor that starts a
     gang at once, as a Kubernetes scheduling gate or a held Slurm job, waits until it
-    has been handed that many)."""
+    has been handed that many). `ports`: the names of the ports each pod serves
+    (spec.ports), for an executor with Capability.EXPOSES_PORTS to give out."""
 
     workload_id: int
     workload_name: str
@@ -98,6 +103,7 @@ class Launch:
     checkpoint_key: str
     gang_size: int
     pods: tuple[PodLaunch, ...]
+    ports: tuple[str, ...] = ()  # names of the ports each pod serves (EXPOSES_PORTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,11 +133,22 @@ class LiveRun:
 
 
 @dataclass(frozen=True, slots=True)
+class PortSeen:
+    """Where one of a run's ports listens: `host` ("" for the address of the run's node,
+    as its peers reach it) and `port`."""
+
+    name: str
+    port: int
+    host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class RunReport:
     """What an executor saw of one run. `node_id` and `epoch`, when given, must match
     the run (a node reports only its own runs; an older epoch's report is stale).
     `devices`: the indices the executor chose (Capability.ASSIGNS_DEVICES).
-    `external_id`: the executor's own id of the run (a Slurm job id, a pod UID)."""
+    `external_id`: the executor's own id of the run (a Slurm job id, a pod UID).
+    `ports`: where its declared ports listen (Capability.EXPOSES_PORTS)."""
 
     run_id: int
     phase: RunPhase
@@ -143,6 +160,7 @@ class RunReport:
     external_id: str | None = None
     node_id: int | None = None
     epoch: int | None = None
+    ports: tuple[PortSeen, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from scheduler_core.choices import PLACED_STATES
 from scheduler_core.models import Allocation, Node, PodRun, Workload
 from scheduler_core.runtime.env import Pod, distributed_env
 from scheduler_core.runtime.executor import Launch, PodLaunch
+from scheduler_core.runtime.ports import declared_ports, proxy_env
 
 
 class Launches:
@@ -52,6 +53,7 @@ class Launches:
             pod=me,
             spec_env=(w.spec or {}).get("env"),
         )
+        env |= proxy_env(w.pk, run.pod, declared_ports(w.spec))
         return PodLaunch(
             run_id=run.pk, epoch=run.epoch, node_id=node.pk, node_name=node.name,
             group=run.group, pod_index=run.pod_index, devices=tuple(run.gpu_devices or ()),
@@ -75,4 +77,5 @@ class Launches:
             checkpoint_key=f"{w.project.name}/{w.name}",
             gang_size=len(self.pods[w.pk]),
             pods=tuple(pods),
+            ports=declared_ports(spec),
         )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 
@@ -32,7 +33,7 @@ from scheduler_core.engine.transitions import Cause
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.models import Allocation, Node, PodRun, Workload
 from scheduler_core.models.agents import LIVE_RUN_STATES, PodRunState
-from scheduler_core.runtime.executor import RunPhase, RunReport, StopReason
+from scheduler_core.runtime.executor import PortSeen, RunPhase, RunReport, StopReason
 from scheduler_core.runtime.reconcile import reconcile
 from scheduler_core.services.runtime import Completion, workload_requeue, workloads_complete
 
@@ -121,9 +122,19 @@ def run_observed(report: RunReport) -> bool:
     return True
 
 
+def _ports(run: PodRun, seen: tuple[PortSeen, ...]) -> list[dict[str, Any]]:
+    """Where the run's ports listen, a port without a host on its node's address."""
+    node_host = run.node.address or run.node.name
+    return [{"name": p.name, "host": p.host or node_host, "port": p.port} for p in seen]
+
+
 def _note_executor_facts(run: PodRun, report: RunReport) -> None:
-    """Keep what only the executor knows: its id of the run, the devices it chose."""
+    """Keep what only the executor knows: its id of the run, the devices it chose, where
+    its ports listen."""
     fields = []
+    if report.ports is not None and (ports := _ports(run, report.ports)) != run.ports:
+        run.ports = ports
+        fields.append("ports")
     if report.external_id and report.external_id != run.external_id:
         run.external_id = report.external_id
         fields.append("external_id")

@@ -22,6 +22,7 @@ from scheduler_core.schemas.base import (
     show,
     whole,
 )
+from scheduler_core.schemas.workloads import MAX_PORTS, PortName
 
 MAX_DEVICES = 64
 """GPUs one node may report (the largest machines have 16; room for MIG slices)."""
@@ -127,8 +128,14 @@ class HelloIn(NodeFactsIn):
     runs: Annotated[list[ReportedRun], Field(max_length=MAX_RUNS_IN_HELLO)]
 
 
+PortNumber = Annotated[int, whole(ge=1, le=65535)]
+RunPorts = Annotated[dict[PortName, PortNumber], Field(max_length=MAX_PORTS)]
+"""Where a run's ports listen on its node: port name -> port number."""
+
+
 class RunStateIn(StrictModel):
-    """`run_state`: a run started, exited or could not start."""
+    """`run_state`: a run started (and, with declared ports, where they listen), exited or
+    could not start."""
 
     model_config = StrictModel.model_config | {"extra": "ignore"}
 
@@ -139,6 +146,7 @@ class RunStateIn(StrictModel):
     signal: SignalName | None = None
     reason: Reason | None = None
     at: IsoTime | None = None
+    ports: RunPorts | None = None
 
 
 class LogIn(StrictModel):

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, ValidatorFunctionWrapHandler, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from scheduler_core.schemas.base import (
     CPU,
@@ -179,12 +185,45 @@ Env = Annotated[dict[str, SpecText], string_map(max_entries=256)]
 """Environment variables the runtime sets: names to values."""
 
 
+MAX_PORTS = 8
+"""Ports one pod may ask for (a notebook, a TensorBoard, a few more)."""
+PORT_PROTOCOLS = ("http",)
+"""What Fairway's proxy serves: HTTP (websockets included)."""
+PORT_NAME_PATTERN = r"^[a-z]([a-z0-9-]{0,13}[a-z0-9])?$"
+PortName = Annotated[str, Field(min_length=1, max_length=15, pattern=PORT_NAME_PATTERN)]
+"""A port's name: in its proxy URL and its variable (FAIRWAY_PORT_<NAME>), so short:
+lowercase letters, digits and inner dashes, starting with a letter (Kubernetes' rule)."""
+
+
+class PortSpec(StrictModel):
+    """A port each pod serves on (the node picks a free one, FAIRWAY_PORT_<NAME>), opened
+    through Fairway's proxy at /proxy/<workload>/<pod>/<name>/ by whoever may see it."""
+
+    name: PortName
+    protocol: Annotated[str, one_of(PORT_PROTOCOLS)] = "http"
+
+
+def _ports_named_once(value: Any) -> Any:
+    seen: set[str] = set()
+    for port in value:
+        if port.name in seen:
+            raise rule_error("port name {name!r} is used twice", name=port.name)
+        seen.add(port.name)
+    return value
+
+
+Ports = Annotated[
+    list[PortSpec], Field(min_length=1, max_length=MAX_PORTS), AfterValidator(_ports_named_once)
+]
+
+
 class RuntimeSpec(StrictModel):
     """What the runtime needs to run a workload."""
 
     image: Omittable[Annotated[str, Field(max_length=255)]] = None
     command: Omittable[Command] = None
     env: Omittable[Env] = None
+    ports: Omittable[Ports] = None
     duration: Omittable[Duration] = None
     checkpoint_every: Omittable[Annotated[float, number(ge=0, le=MAX_SECONDS)]] = None
 

@@ -84,6 +84,9 @@ def test_fractional_gpus_priority_and_node_selector(client_for, cluster):
         ({"node_selector": "gpu"}, "node_selector", "write key=value"),
         ({"groups": "[{"}, "groups", "not valid JSON"),
         ({"pods": 3, "gpus": 8}, "min_pods", "the gang needs 24 GPUs at once"),
+        ({"ports": "lab Lab"}, "ports", "[1].name: use lowercase letters"),
+        ({"ports": "lab, lab"}, "ports", "port name &#x27;lab&#x27; is used twice"),
+        ({"ports": "a b c d e f g h i"}, "ports", "must list at most 8"),
     ],
 )
 def test_service_errors_are_shown_next_to_fields(client_for, cluster, overrides, field, message):
@@ -96,6 +99,15 @@ def test_service_errors_are_shown_next_to_fields(client_for, cluster, overrides,
     assert "has-error" in html.split(f'data-field="{field}"', 1)[0][-60:]
     assert message in "".join(block)
     assert not Workload.objects.filter(name=form_data(cluster, **overrides)["name"]).exists()
+
+
+def test_ports_are_declared_from_the_form(client_for, cluster):
+    data = form_data(cluster, name="notebook", ports="lab, tb")
+    assert client_for("researcher").post(reverse("console:submit"), data).status_code == 302
+    assert Workload.objects.get(name="notebook").spec["ports"] == [
+        {"name": "lab", "protocol": "http"},
+        {"name": "tb", "protocol": "http"},
+    ]
 
 
 def test_duplicate_name_is_reported_on_the_name(client_for, cluster):

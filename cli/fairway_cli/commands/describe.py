@@ -49,12 +49,12 @@ def run(args: argparse.Namespace, client: ApiClient) -> int:
     if args.json:
         print_json({**workload, "events": events})
     else:
-        print(render(workload, events))
+        print(render(workload, events, server=client.url))
     return OK
 
 
-def render(w: dict[str, Any], events: list[dict[str, Any]]) -> str:
-    """The human-readable description."""
+def render(w: dict[str, Any], events: list[dict[str, Any]], server: str = "") -> str:
+    """The human-readable description (`server`: the URL its open ports are under)."""
     spec = w.get("spec") or {}
     fields: list[tuple[str, str]] = [
         ("Name", f"{w['project']}/{w['name']}"),
@@ -113,6 +113,7 @@ def render(w: dict[str, Any], events: list[dict[str, Any]]) -> str:
         lines.append(_indent(table(("POD", "NODE", "GPU DEVICES", "GPU SHARE"), rows)))
     else:
         lines.append("  none")
+    lines += _open_ports(w, server)
     lines += ["", "Events (newest first):"]
     if events:
         rows = [[age(e.get("at")), e["type"], e.get("reason") or ""] for e in events]
@@ -120,6 +121,21 @@ def render(w: dict[str, Any], events: list[dict[str, Any]]) -> str:
     else:
         lines.append("  none")
     return "\n".join(lines)
+
+
+def _open_ports(w: dict[str, Any], server: str) -> list[str]:
+    """Where to open its running pods' ports (in a browser signed in to the console)."""
+    declared = [p.get("name") for p in (w.get("spec") or {}).get("ports") or []]
+    if not declared:
+        return []
+    lines = ["", "Open (in a browser signed in to Fairway):"]
+    ports = w.get("ports") or []
+    if not ports:
+        lines.append(f"  none yet: ports {', '.join(map(str, declared))} open once its pods run")
+        return lines
+    rows = [[p["pod"], p["name"], server.rstrip("/") + p["path"]] for p in ports]
+    lines.append(_indent(table(("POD", "PORT", "URL"), rows)))
+    return lines
 
 
 def _pods(w: dict[str, Any]) -> str:

@@ -23,6 +23,8 @@ examples:
   fairway submit notebook --project vision --kind interactive --gpus 0.5 --no-preemptible
   fairway submit prep --project vision --kind cpu --cpu 8 --memory 32 --env STAGE=prep -- ./prep.sh
   fairway submit ddp --project nlp --groups-file groups.yaml -- torchrun train.py
+  fairway submit nb --project vision --kind interactive --gpus 1 --port lab -- \
+      'jupyter lab --ip=0.0.0.0 --port=$FAIRWAY_PORT_LAB --ServerApp.base_url=$FAIRWAY_PROXY_PREFIX'
 """
 
 
@@ -94,6 +96,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--env", action="append", type=key_value, metavar="KEY=VALUE", help="repeat for several"
     )
     runtime.add_argument(
+        "--port",
+        dest="ports",
+        action="append",
+        metavar="NAME",
+        help="a port each pod serves over HTTP (its number in $FAIRWAY_PORT_<NAME>), opened "
+        "through Fairway (`fairway describe` prints the URL); repeat for several",
+    )
+    runtime.add_argument(
         "--duration", type=float, metavar="SECONDS", help="seconds of work (simulated runs)"
     )
     runtime.add_argument(
@@ -126,6 +136,8 @@ def request_body(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.env:
         spec["env"] = dict(args.env)
+    if args.ports:
+        spec["ports"] = [{"name": name, "protocol": "http"} for name in args.ports]
     if args.command:
         spec["command"] = args.command
     if spec:

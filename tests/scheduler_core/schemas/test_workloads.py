@@ -120,3 +120,32 @@ def test_groups_are_named_and_gangs_stated():
 )
 def test_kind_defaults(kind, priority, preemptible, expected):
     assert kind_defaults(kind, priority=priority, preemptible=preemptible) == expected
+
+
+@pytest.mark.parametrize(
+    ("ports", "field", "words"),
+    [
+        ([], "spec.ports", "must list at least 1"),
+        ([{"name": f"p{i}"} for i in range(9)], "spec.ports", "must list at most 8"),
+        ([{"name": "lab"}, {"name": "lab"}], "spec.ports", "port name 'lab' is used twice"),
+        ([{"name": "Lab"}], "spec.ports[0].name", "lowercase letters"),
+        ([{"name": "9lab"}], "spec.ports[0].name", "lowercase letters"),
+        ([{"name": "lab_1"}], "spec.ports[0].name", "lowercase letters"),
+        ([{"name": "a" * 16}], "spec.ports[0].name", "at most 15"),
+        ([{"name": ""}], "spec.ports[0].name", "must not be empty"),
+        ([{"name": "lab", "protocol": "tcp"}], "spec.ports[0].protocol", "one of http"),
+        ([{"name": "lab", "port": 8888}], "spec.ports[0]", "unknown key 'port'"),
+        ([{"protocol": "http"}], "spec.ports[0].name", "required"),
+        (["lab"], "spec.ports[0]", "object"),
+        ("lab", "spec.ports", "must be a list"),
+    ],
+)
+def test_bad_port_declarations_name_the_port(ports, field, words):
+    problems = problems_of({"gpus": 1, "spec": {"ports": ports}})
+    assert words in " ".join(problems[field]), problems
+
+
+def test_ports_are_names_each_pod_serves_over_http():
+    spec = validate(WorkloadSubmission, {"gpus": 1, "spec": {"ports": [{"name": "lab"},
+                    {"name": "tb-2", "protocol": "http"}]}}).spec  # fmt: skip
+    assert [(p.name, p.protocol) for p in spec.ports or []] == [("lab", "http"), ("tb-2", "http")]

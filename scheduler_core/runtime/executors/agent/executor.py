@@ -39,6 +39,7 @@ def start_frame(launch: Launch, pod: PodLaunch) -> dict[str, Any]:
         "workdir": launch.workdir,
         "grace_period": launch.grace_period,
         "checkpoint_key": launch.checkpoint_key,
+        "ports": list(launch.ports),
     }  # fmt: skip
 
 
@@ -47,7 +48,7 @@ class AgentExecutor:
     says it runs; runs end when agents report it."""
 
     backend = Backend.AGENT
-    capabilities = frozenset({Capability.KEEPS_LOGS})
+    capabilities = frozenset({Capability.KEEPS_LOGS, Capability.EXPOSES_PORTS})
 
     def start(self, launches: Sequence[Launch]) -> None:
         for launch in launches:

@@ -9,6 +9,7 @@ unknown run or of an older epoch changes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +20,7 @@ from fairway_agent.protocol import RUN_EXITED, RUN_RUNNING, RUN_START_FAILED, RU
 from scheduler_core.models import Node, PodRun, Workload
 from scheduler_core.models.agents import LIVE_RUN_STATES, PodRunState
 from scheduler_core.runtime import lifecycle
-from scheduler_core.runtime.executor import RunPhase, RunReport
+from scheduler_core.runtime.executor import PortSeen, RunPhase, RunReport
 from scheduler_core.runtime.reconcile import reconcile, stop_reason
 
 # the agent protocol's run states -> the neutral phases
@@ -51,12 +52,15 @@ def run_reported(
     signal: str | None,
     reason: str | None,
     at: datetime,
+    ports: Mapping[str, int] | None = None,
 ) -> None:
     """Node `node`'s agent says run `run_id` (of `epoch`) is now `state` (a protocol
-    RUN_* state)."""
+    RUN_* state), its ports listening at `ports` (name -> port on the node)."""
+    seen = None if ports is None else tuple(PortSeen(n, p) for n, p in ports.items())
     report = _report(
-        node, run_id, epoch, state, at, exit_code=exit_code, signal=signal, reason=reason
-    )
+        node, run_id, epoch, state, at, exit_code=exit_code, signal=signal, reason=reason,
+        ports=seen,
+    )  # fmt: skip
     if report is not None:
         lifecycle.runs_observed([report])
 

@@ -243,7 +243,12 @@ class AgentClient:
             self._on_welcome(conn, frame)
         elif kind == "start":
             status = self.runs.start(frame)
-            if status.state != protocol.RUN_STARTING:
+            if status.stale:
+                await conn.send(
+                    "error", code=protocol.ERR_STALE_START,
+                    message=f"run {status.run}: {status.reason}",
+                )  # fmt: skip
+            elif status.state != protocol.RUN_STARTING:
                 await self._send_state(conn, status)
         elif kind == "signal":
             found = self.runs.signal(

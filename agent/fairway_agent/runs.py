@@ -54,6 +54,7 @@ class RunStatus:
     signal: str | None = None
     reason: str | None = None
     at: str = field(default_factory=lambda: iso(time.time()))
+    stale: bool = False  # a refused late start, not a state of the run (ERR_STALE_START)
 
     @property
     def terminal(self) -> bool:
@@ -151,6 +152,7 @@ class RunManager:
                 protocol.RUN_START_FAILED,
                 reason=f"stale start: epoch {epoch} is not above {self.max_epoch}, "
                 "the highest this node has seen",
+                stale=True,
             )
         self._save_epoch(epoch)
         name = _safe_relative(key)

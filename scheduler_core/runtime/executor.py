@@ -40,6 +40,11 @@ class Capability(StrEnum):
     # Its pods' output reaches the log store (the agent's `log` frames; a Slurm job's
     # output files): the console shows a log panel.
     KEEPS_LOGS = "keeps_logs"
+    # A start may be sent again: the executor answers a start of a run it has with that
+    # run's state (a node agent; never a Slurm submission). The reconcile sends a start
+    # that nothing was heard of for RUN_START_RESEND_AFTER seconds again, with a new epoch
+    # (a frame lost on the way must not leave a workload `starting` forever).
+    RESENDS_STARTS = "resends_starts"
 
 
 class StopReason(StrEnum):
@@ -129,7 +134,8 @@ class LiveRun:
 @dataclass(frozen=True, slots=True)
 class RunReport:
     """What an executor saw of one run. `node_id` and `epoch`, when given, must match
-    the run (a node reports only its own runs; an older epoch's report is stale).
+    the run (a node reports only its own runs; a report of an epoch above the run's is
+    refused).
     `devices`: the indices the executor chose (Capability.ASSIGNS_DEVICES).
     `external_id`: the executor's own id of the run (a Slurm job id, a pod UID)."""
 

@@ -15,7 +15,8 @@ commit (waiting pods start once the devices they need are released).
 - A run that Fairway was stopping (preempted, cancelled, a peer failed) only ends: the
   scheduler already re-queued or ended its workload, whatever its exit code.
 
-A report of another node's run, of an unknown run or of an older epoch changes nothing.
+A report of another node's run, of an unknown run or of an epoch the run never had
+changes nothing.
 """
 
 from __future__ import annotations
@@ -70,10 +71,12 @@ def _nodes_to_reconcile(run_ids: list[int]) -> list[int]:
 
 
 def known_run(run_id: int, *, node_id: int | None, epoch: int | None) -> PodRun | None:
-    """The run a report is about, if the reporter may speak of it."""
+    """The run a report is about, if the reporter may speak of it. A report may carry
+    an epoch the run had before its start was sent again (the same run, one process per
+    run id on a node): only one above the run's epoch is refused."""
     run = PodRun.objects.filter(pk=run_id).first()
     if run is None or (node_id is not None and run.node_id != node_id) or (
-        epoch is not None and run.epoch != epoch
+        epoch is not None and epoch > run.epoch
     ):  # fmt: skip
         logger.warning(
             "a report of run %s (node %s, epoch %s) matches none of Fairway's runs; ignored",

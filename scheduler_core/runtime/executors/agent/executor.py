@@ -47,7 +47,7 @@ class AgentExecutor:
     says it runs; runs end when agents report it."""
 
     backend = Backend.AGENT
-    capabilities = frozenset({Capability.KEEPS_LOGS})
+    capabilities = frozenset({Capability.KEEPS_LOGS, Capability.RESENDS_STARTS})
 
     def start(self, launches: Sequence[Launch]) -> None:
         for launch in launches:

@@ -4,7 +4,7 @@ two functions; each applies the report in one transaction and reconciles the nod
 commit.
 
 A report names its node and the run's epoch: a report of another node's run, of an
-unknown run or of an older epoch changes nothing.
+unknown run or of an epoch the run never had changes nothing.
 """
 
 from __future__ import annotations

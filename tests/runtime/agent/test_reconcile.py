@@ -192,3 +192,23 @@ def test_a_start_is_not_sent_again_once_the_agent_answered(agents, submit, agent
     mark = len(agents.sent)
     agents.settle(reconcile)
     assert agents.starts(mark) == []
+
+
+def test_a_freed_gpu_starts_the_next_pod_from_the_exit_report(
+    agents, submit, agent_cluster, autorun_cycles
+):
+    """The exit report asks for a cycle at once (coalesced, under the loop lock), and the
+    next pending pod's start goes out from it: no runtime tick, no beat."""
+    first = [submit(f"fill-{i}", gpus=4) for i in range(3)]  # the pool's 12 GPUs
+    agents.cycle()
+    waiting = submit("next", gpus=4)
+    agents.cycle()
+    assert _reload(waiting).status == WorkloadStatus.PENDING
+    (run,) = runs_of(first[0])
+    agents.report(run, "running")
+    mark = len(agents.sent)
+    agents.report(run, "exited", exit_code=0)
+    (start,) = agents.starts(mark)
+    (placed,) = runs_of(waiting)
+    assert start.body["run"] == placed.pk and placed.node_id == run.node_id
+    assert _reload(waiting).status == WorkloadStatus.STARTING

@@ -9,6 +9,7 @@ unknown run or of an epoch the run never had changes nothing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -41,24 +42,37 @@ def _report(
     return RunReport(run_id=run_id, phase=phase, at=at, node_id=node.pk, epoch=epoch, **facts)
 
 
-def run_reported(
-    *,
-    node: Node,
-    run_id: int,
-    epoch: int,
-    state: str,
-    exit_code: int | None,
-    signal: str | None,
-    reason: str | None,
-    at: datetime,
-) -> None:
-    """Node `node`'s agent says run `run_id` (of `epoch`) is now `state` (a protocol
+@dataclass(frozen=True)
+class RunState:
+    """One `run_state` of an agent: run `run` (of `epoch`) is now `state` (a protocol
     RUN_* state)."""
-    report = _report(
-        node, run_id, epoch, state, at, exit_code=exit_code, signal=signal, reason=reason
-    )
-    if report is not None:
-        lifecycle.runs_observed([report])
+
+    run: int
+    epoch: int
+    state: str
+    exit_code: int | None
+    signal: str | None
+    reason: str | None
+    at: datetime
+
+
+def runs_reported(*, node: Node, states: list[RunState]) -> None:
+    """Node `node`'s agent says what became of its runs, in order (the `run_state` frames
+    that reached the server together: one pass through the lifecycle, one reconcile)."""
+    reports = [
+        _report(
+            node, s.run, s.epoch, s.state, s.at, exit_code=s.exit_code, signal=s.signal,
+            reason=s.reason,
+        )
+        for s in states
+    ]  # fmt: skip
+    lifecycle.runs_observed([r for r in reports if r is not None])
+
+
+def run_reported(*, node: Node, **state: Any) -> None:
+    """One report (`RunState`'s fields, `run_id` for `run`)."""
+    state["run"] = state.pop("run_id")
+    runs_reported(node=node, states=[RunState(**state)])
 
 
 def agent_hello(*, node: Node, runs: list[dict[str, Any]]) -> list[int]:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.core.cache import cache
 from django.utils import timezone
 
 from scheduler_core.choices import WorkloadStatus
+from scheduler_core.loop import triggers
 from scheduler_core.loop.cycle import run_cycle
 from scheduler_core.models import Node
 from scheduler_core.models.agents import PodRunState
@@ -199,6 +201,7 @@ def test_a_freed_gpu_starts_the_next_pod_from_the_exit_report(
 ):
     """The exit report asks for a cycle at once (coalesced, under the loop lock), and the
     next pending pod's start goes out from it: no runtime tick, no beat."""
+    cache.delete(triggers.queued_key())  # no "task queued" mark left by an earlier test
     first = [submit(f"fill-{i}", gpus=4) for i in range(3)]  # the pool's 12 GPUs
     agents.cycle()
     waiting = submit("next", gpus=4)

@@ -103,7 +103,10 @@ def _child(run_dir: str, go: int) -> None:
     """In the forked child: wait for the parent, become a shim of `run_dir`, never return."""
     code = 1
     try:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the shim waits for its command
+        # As in a fresh interpreter: the shim waits for its command (SIGCHLD), and an
+        # ignored SIGINT would be inherited by the pod's command through exec.
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()
         os.read(go, 1)
         out = os.open(Path(run_dir) / "shim.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

@@ -211,3 +211,16 @@ def test_a_shim_wakes_its_agent_when_its_command_starts_and_ends(tmp_path):
     wait_for(lambda: (run_dir(runs, 1) / "exit.json").exists(), what="the run to end")
     assert runs.wake.drain()
     assert not runs.wake.drain()  # drained: nothing more until a shim writes again
+
+
+def test_a_pod_started_through_the_fork_server_has_default_signal_handling(tmp_path):
+    """The fork server ignores SIGINT and SIGCHLD for itself; a pod's command must not
+    inherit that (it is started as from a fresh interpreter)."""
+    code = (
+        "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,"
+        " signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL)"
+    )
+    runs = manager(tmp_path / "state")
+    runs.start(start_msg(1, 1, pod(code)))
+    assert wait_until_ended(runs, 1).exit_code == 0
+    assert output(runs, 1) == "True True\n"

@@ -335,6 +335,9 @@ SCHEDULER_CYCLE_QUEUE = env.str("SCHEDULER_CYCLE_QUEUE", default="")
 SCHEDULER_LOOP_SECONDS = env.float("SCHEDULER_LOOP_SECONDS", default=10.0)
 SCHEDULER_LOOP_WAIT = env.float("SCHEDULER_LOOP_WAIT", default=1.0)
 SCHEDULER_LOOP_POLL = env.float("SCHEDULER_LOOP_POLL", default=0.01)
+# Seconds after which a start that nothing was heard of is sent again, with a new epoch, to
+# an executor that allows it (Capability.RESENDS_STARTS: node agents).
+RUN_START_RESEND_AFTER = env.float("RUN_START_RESEND_AFTER", default=10.0)
 # Namespace of the scheduler's cache keys and locks (separate installations sharing a Redis).
 SCHEDULER_KEY_PREFIX = env.str("SCHEDULER_KEY_PREFIX", default="fairway")
 # Seconds the non-PostgreSQL (Redis) cycle lock lives without renewal if its holder dies.

@@ -243,7 +243,12 @@ class AgentClient:
             self._on_welcome(conn, frame)
         elif kind == "start":
             status = self.runs.start(frame)
-            if status.state != protocol.RUN_STARTING:
+            if status.stale:
+                await conn.send(
+                    "error", code=protocol.ERR_STALE_START,
+                    message=f"run {status.run}: {status.reason}",
+                )  # fmt: skip
+            elif status.state != protocol.RUN_STARTING:
                 await self._send_state(conn, status)
         elif kind == "signal":
             found = self.runs.signal(
@@ -311,9 +316,26 @@ class AgentClient:
             conn.last_log_seq[key] = seq
 
     async def _pump(self, conn: _Connection) -> None:
-        """Run states, logs and the lease, every poll interval."""
+        """Run states, logs and the lease, every poll interval, and at once when a shim
+        says its command started or ended (the wake pipe)."""
+        woken = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        wake_fd = self.runs.wake.fd
+
+        def on_wake() -> None:
+            if self.runs.wake.drain():
+                woken.set()
+
+        loop.add_reader(wake_fd, on_wake)
+        try:
+            await self._pump_loop(conn, woken)
+        finally:
+            loop.remove_reader(wake_fd)
+
+    async def _pump_loop(self, conn: _Connection, woken: asyncio.Event) -> None:
         last_lease = time.monotonic()
         while True:
+            woken.clear()
             self.runs.poll()
             for status in self.runs.statuses():
                 key = str(status.run)
@@ -336,7 +358,8 @@ class AgentClient:
             if time.monotonic() - last_lease >= self.config.lease_interval:
                 self._touch_lease()
                 last_lease = time.monotonic()
-            await asyncio.sleep(self.config.poll_interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), self.config.poll_interval)
 
     async def _every(self, interval: Callable[[], float], conn: _Connection, kind: str) -> None:
         while True:

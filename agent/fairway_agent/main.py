@@ -163,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(EXIT_VERSION, str(exc))
     except KeyboardInterrupt:
         log.info("stopped; runs keep running and are adopted again at the next start")
+    finally:
+        runs.close()
     return 0
 
 

@@ -27,6 +27,10 @@ ERR_UNAUTHORIZED = "unauthorized"
 ERR_FORBIDDEN = "forbidden"
 ERR_TOO_LARGE = "too_large"
 ERR_UNAVAILABLE = "unavailable"
+# A start refused because its epoch is not above the highest this node has seen: no state
+# of the run is reported (it never ran here); the server sends it again with a new epoch
+# if it still wants it.
+ERR_STALE_START = "stale_start"
 
 # Bounds of a frame, whichever side sends it: a log chunk (64 KiB, base64) fits easily.
 MAX_FRAME_BYTES = 1024 * 1024

@@ -48,14 +48,19 @@ class RunDir:
             return 0
 
 
-def write_json(path: Path, data: dict[str, Any], *, mode: int = 0o644) -> None:
-    """Write atomically: readers see the old file or the whole new one."""
+def write_json(
+    path: Path, data: dict[str, Any], *, mode: int = 0o644, durable: bool = False
+) -> None:
+    """Write atomically: readers see the old file or the whole new one. Only a `durable`
+    write waits for the disk (fsync): the files of a run are of no use after a power loss
+    (its processes are gone with it), the epoch is (runs.RunManager._save_epoch)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
     with os.fdopen(fd, "w") as f:
         json.dump(data, f)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterable
@@ -22,14 +21,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psutil  # type: ignore[import-untyped]
-
-import fairway_agent
 from fairway_agent import containers, ports, protocol
 from fairway_agent.discovery import Device
 from fairway_agent.identity import RunAs
 from fairway_agent.procgroup import is_same_process, signal_group
 from fairway_agent.rundir import RunDir, read_json, write_json
+from fairway_agent.spawner import ShimSpawner
+from fairway_agent.wake import WakePipe
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +55,7 @@ class RunStatus:
     reason: str | None = None
     at: str = field(default_factory=lambda: iso(time.time()))
     ports: dict[str, int] | None = None  # where its ports listen (its `running` state)
+    stale: bool = False  # a refused late start, not a state of the run (ERR_STALE_START)
 
     @property
     def terminal(self) -> bool:
@@ -84,14 +83,13 @@ class Run:
     status: RunStatus
     shim_pid: int | None = None
     shim_create_time: float | None = None
-    popen: subprocess.Popen[bytes] | None = None  # only for shims this agent started
     ports: dict[str, int] = field(default_factory=dict)  # port name -> port on this node
 
     def shim_alive(self) -> bool:
+        # Shims are children of the fork server, which lets the kernel reap them: a dead
+        # one never lingers as a zombie that looks alive.
         if self.shim_pid is None or self.shim_create_time is None:
             return False
-        if self.popen is not None:
-            self.popen.poll()  # reap it, else a dead shim looks alive (a zombie)
         return is_same_process(self.shim_pid, self.shim_create_time)
 
 
@@ -115,6 +113,7 @@ class RunManager:
         checkpoint_root: Path | None = None,
         which: containers.Which = shutil.which,
         python: str = sys.executable,
+        spawner: ShimSpawner | None = None,
     ) -> None:
         self.state_dir = Path(state_dir)
         self.runs_dir = self.state_dir / "runs"
@@ -124,10 +123,11 @@ class RunManager:
         self.run_as = run_as
         self.device_indices = {int(d["index"]) for d in devices}
         self.runtime = containers.find_runtime(which)
-        self.python = python
+        self.spawner = spawner or ShimSpawner(python)
         self.fence_after: float | None = None
         self.runs: dict[str, Run] = {}
         self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.wake = WakePipe(self.state_dir / "wake")
         # Pods running as another user must reach their run's work/ directory by name.
         os.chmod(self.state_dir, 0o711)
         os.chmod(self.runs_dir, 0o711)
@@ -146,7 +146,7 @@ class RunManager:
         key, epoch = str(msg["run"]), int(msg["epoch"])
         existing = self.runs.get(key)
         if existing is not None:
-            return existing.status
+            return self._sent_again(existing, epoch)
         if epoch <= self.max_epoch:
             return RunStatus(
                 msg["run"],
@@ -154,6 +154,7 @@ class RunManager:
                 protocol.RUN_START_FAILED,
                 reason=f"stale start: epoch {epoch} is not above {self.max_epoch}, "
                 "the highest this node has seen",
+                stale=True,
             )
         self._save_epoch(epoch)
         name = _safe_relative(key)
@@ -172,19 +173,35 @@ class RunManager:
         meta["ports"] = run.ports
         write_json(run_dir.spec, spec, mode=0o600)
         try:
-            run.popen = self._spawn_shim(run_dir)
-            run.shim_pid = run.popen.pid
-            run.shim_create_time = psutil.Process(run.popen.pid).create_time()
-        except (OSError, psutil.Error) as exc:
+            run.shim_pid, run.shim_create_time = self.spawner.spawn(run_dir)
+        except OSError as exc:
             return self._fail(run, meta, f"could not start the run's shim: {exc}")
         meta |= {"shim_pid": run.shim_pid, "shim_create_time": run.shim_create_time}
         write_json(run_dir.meta, meta)
         log.info("run %s (epoch %s) starting: %s", key, epoch, spec["argv"])
         return run.status
 
+    def _sent_again(self, run: Run, epoch: int) -> RunStatus:
+        """A start of a run this node has: nothing starts again. The server sends a start
+        it heard nothing of again with a new epoch; the run takes it, so its reports
+        count (the server ignores those of an epoch it replaced)."""
+        if epoch > run.status.epoch:
+            if epoch > self.max_epoch:
+                self._save_epoch(epoch)
+            run.status.epoch = epoch
+            meta = read_json(run.dir.meta) or {"run": run.status.run}
+            write_json(run.dir.meta, meta | {"epoch": epoch})
+        return run.status
+
+    def close(self) -> None:
+        """Stop the fork server and close the wake pipe (the runs keep running)."""
+        self.spawner.close()
+        self.wake.close()
+
     def _save_epoch(self, epoch: int) -> None:
+        # The one file that must survive a power loss: it keeps a late start out.
         self.max_epoch = epoch
-        write_json(self.state_dir / "epoch.json", {"epoch": epoch})
+        write_json(self.state_dir / "epoch.json", {"epoch": epoch}, durable=True)
 
     def _fail(self, run: Run, meta: dict[str, Any], reason: str) -> RunStatus:
         log.warning("run %s could not start: %s", run.key, reason)
@@ -225,6 +242,7 @@ class RunManager:
             "cwd": msg.get("workdir") or str(run_dir.work),
             "user": self.run_as.as_spec(),
             "lease_file": str(self.lease_file),
+            "wake_file": str(self.wake.path),
             "fence_after": self.fence_after,
             "grace_period": float(msg.get("grace_period", 30)),
             "kill_argv": None,
@@ -276,24 +294,6 @@ class RunManager:
         if msg.get("shell"):
             return ["/bin/sh", "-c", str(msg["shell"])]
         return []
-
-    def _spawn_shim(self, run_dir: RunDir) -> subprocess.Popen[bytes]:
-        env = {k: v for k, v in os.environ.items() if k != "FAIRWAY_JOIN_TOKEN"}
-        package_root = str(Path(fairway_agent.__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        fd = os.open(run_dir.shim_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            return subprocess.Popen(
-                [self.python, "-m", "fairway_agent.shim", str(run_dir.path)],
-                stdin=subprocess.DEVNULL,
-                stdout=fd,
-                stderr=subprocess.STDOUT,
-                cwd=run_dir.path,
-                env=env,
-                start_new_session=True,
-            )
-        finally:
-            os.close(fd)
 
     # ---- stopping -------------------------------------------------------------------
 

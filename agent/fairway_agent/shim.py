@@ -28,6 +28,7 @@ from typing import Any
 
 from fairway_agent.procgroup import kill_group_except_self, signal_group
 from fairway_agent.rundir import RunDir, read_json, write_json
+from fairway_agent.wake import poke
 
 log = logging.getLogger("fairway_agent.shim")
 POLL_SECONDS = 0.2
@@ -113,6 +114,7 @@ def supervise(run_dir: RunDir, spec: dict[str, Any]) -> dict[str, Any]:
     finally:
         os.close(log_fd)
     write_json(run_dir.started, {"pid": proc.pid, "at": time.time()})
+    poke(spec.get("wake_file"))
     pgid = os.getpgid(0)
     grace = float(spec.get("grace_period", 30))
     kill_at: float | None = None
@@ -176,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     record.setdefault("reason", None)
     record["at"] = time.time()
     write_json(run_dir.exit, record)
+    poke((spec or {}).get("wake_file"))
     log.info("command ended: %s", record)
     return 0
 

@@ -11,9 +11,12 @@
 - `hello` updates the node's facts, asks the lifecycle which runs to keep
   (runtime.executors.agent.reports.agent_hello) and is answered by `welcome`; then the connection
   joins the node's group (runtime.executors.agent.channel), whose `agent.send` messages go out as
-  numbered frames. `run_state` goes to the lifecycle (reports.run_reported); `log`,
+  numbered frames. `run_state` goes to the lifecycle (reports.runs_reported); `log`,
   `usage` and `heartbeat` are stored by services.agents. Every frame counts as a sign of
   life.
+- Frames are processed in order. Valid `run_state` frames that arrive while the previous
+  ones are being stored are stored together (one pass through the lifecycle, one
+  reconcile, one `ack` for all); any other frame waits until they are.
 """
 
 from __future__ import annotations
@@ -134,6 +137,9 @@ class AgentConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.sent_seq = 0  # frames this side sent
         self.processed = 0  # the last agent seq processed
+        self.received = 0  # the last agent seq taken in (processed, or queued to be)
+        self.pending: list[tuple[int, reports.RunState]] = []  # run_state frames queued
+        self.flusher: asyncio.Task[None] | None = None
         self.greeted = False
         self.last_alive = 0.0
         self.last_checked = time.monotonic()
@@ -206,13 +212,14 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 await self._error(exc.code, exc.message)
             return
         seq = frame["seq"]
-        if seq <= self.processed:
+        if seq <= self.received:
+            await self._flushed()
             await self._send_frame("ack")  # a repeat: already processed
             return
-        if seq != self.processed + 1:
+        if seq != self.received + 1:
             await self._error(
                 protocol.ERR_OUT_OF_ORDER,
-                f"expected seq {self.processed + 1}, got {seq}: resend from {self.processed + 1}",
+                f"expected seq {self.received + 1}, got {seq}: resend from {self.received + 1}",
             )
             return
         if not self.greeted and frame["type"] != "hello":
@@ -221,6 +228,10 @@ class AgentConsumer(AsyncWebsocketConsumer):
         try:
             if not await self._still_trusted():
                 return
+            self.received = seq
+            if self._queued(frame):
+                return
+            await self._flushed()
             await self._handle(frame)
         except (protocol.ProtocolError, services.ReportRefused) as exc:
             if self.node is None:
@@ -327,6 +338,42 @@ class AgentConsumer(AsyncWebsocketConsumer):
         self.processed = self.processed + 1
         await self._send_frame("welcome", **welcome)
 
+    def _queued(self, frame: dict[str, Any]) -> bool:
+        """Queue a valid `run_state` to be stored with those that arrive meanwhile."""
+        if frame["type"] != "run_state" or self.node is None:
+            return False
+        try:
+            body = validate(RunStateIn, frame)
+            state = _run_state(body)
+        except (SchemaInvalid, protocol.ProtocolError):
+            return False  # handled on its own, with its error (_on_run_state)
+        if body.state not in protocol.RUN_STATES:
+            return False
+        self.pending.append((frame["seq"], state))
+        if self.flusher is None or self.flusher.done():
+            self.flusher = asyncio.create_task(self._flush_reports())
+        return True
+
+    async def _flushed(self) -> None:
+        """Wait until every queued `run_state` is stored."""
+        if self.flusher is not None:
+            await self.flusher
+
+    async def _flush_reports(self) -> None:
+        while self.pending and self.node is not None:
+            batch, self.pending = self.pending, []
+            try:
+                await database_sync_to_async(reports.runs_reported)(
+                    node=self.node, states=[state for _, state in batch]
+                )
+            except DatabaseError as exc:
+                self.pending = []
+                await self._unavailable(exc)
+                return
+            self.processed = batch[-1][0]
+            await self._alive()
+            await self._send_frame("ack")
+
     async def _on_run_state(self, frame: dict[str, Any]) -> None:
         body: RunStateIn | None
         problem: str | None = None
@@ -339,16 +386,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 raise protocol.ProtocolError(
                     protocol.ERR_MALFORMED, f"unknown run state {body.state!r}"
                 )
-            await database_sync_to_async(reports.run_reported)(
-                node=self.node,
-                run_id=body.run,
-                epoch=body.epoch,
-                state=body.state,
-                exit_code=body.exit_code,
-                signal=body.signal,
-                reason=body.reason,
-                at=services.server_time(_time(body.at)),
-                ports=body.ports,
+            await database_sync_to_async(reports.runs_reported)(
+                node=self.node, states=[_run_state(body)]
             )
         if problem is not None:
             raise protocol.ProtocolError(protocol.ERR_MALFORMED, problem)
@@ -389,6 +428,14 @@ class AgentConsumer(AsyncWebsocketConsumer):
             protocol.ERR_UNAUTHORIZED, message.get("reason", "credential revoked"),
             protocol.CLOSE_UNAUTHORIZED,
         )  # fmt: skip
+
+
+def _run_state(body: RunStateIn) -> reports.RunState:
+    return reports.RunState(
+        run=body.run, epoch=body.epoch, state=body.state, exit_code=body.exit_code,
+        signal=body.signal, reason=body.reason, at=services.server_time(_time(body.at)),
+        ports=body.ports,
+    )  # fmt: skip
 
 
 def _time(value: str | None) -> datetime | None:

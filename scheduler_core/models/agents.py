@@ -95,6 +95,11 @@ class PodRun(models.Model):
     )
     stop_reason = models.CharField(max_length=16, blank=True)
     stop_sent_at = models.DateTimeField(null=True, blank=True)
+    start_sent_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="When its start was last handed to the executor (sent again, with a new "
+        "epoch, when nothing was heard of it for RUN_START_RESEND_AFTER seconds).",
+    )  # fmt: skip
     exit_code = models.IntegerField(null=True, blank=True)
     signal = models.CharField(max_length=16, blank=True)
     reason = models.TextField(blank=True)

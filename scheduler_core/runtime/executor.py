@@ -44,6 +44,11 @@ class Capability(StrEnum):
     # pod's node, in FAIRWAY_PORT_<NAME>) and reports where each listens
     # (RunReport.ports): Fairway's web server proxies them (/proxy/...).
     EXPOSES_PORTS = "exposes_ports"
+    # A start may be sent again: the executor answers a start of a run it has with that
+    # run's state (a node agent; never a Slurm submission). The reconcile sends a start
+    # that nothing was heard of for RUN_START_RESEND_AFTER seconds again, with a new epoch
+    # (a frame lost on the way must not leave a workload `starting` forever).
+    RESENDS_STARTS = "resends_starts"
 
 
 class StopReason(StrEnum):
@@ -145,7 +150,8 @@ class PortSeen:
 @dataclass(frozen=True, slots=True)
 class RunReport:
     """What an executor saw of one run. `node_id` and `epoch`, when given, must match
-    the run (a node reports only its own runs; an older epoch's report is stale).
+    the run (a node reports only its own runs; a report of an epoch above the run's is
+    refused).
     `devices`: the indices the executor chose (Capability.ASSIGNS_DEVICES).
     `external_id`: the executor's own id of the run (a Slurm job id, a pod UID).
     `ports`: where its declared ports listen (Capability.EXPOSES_PORTS)."""

@@ -15,7 +15,8 @@ commit (waiting pods start once the devices they need are released).
 - A run that Fairway was stopping (preempted, cancelled, a peer failed) only ends: the
   scheduler already re-queued or ended its workload, whatever its exit code.
 
-A report of another node's run, of an unknown run or of an older epoch changes nothing.
+A report of another node's run, of an unknown run or of an epoch the run never had
+changes nothing.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
 
 from scheduler_core.choices import PLACED_STATES, EventType
 from scheduler_core.engine import transitions
 from scheduler_core.engine.transitions import Cause
-from scheduler_core.live_events.recording import event_record
+from scheduler_core.live_events.recording import event_record, workload_state
 from scheduler_core.models import Allocation, Node, PodRun, Workload
 from scheduler_core.models.agents import LIVE_RUN_STATES, PodRunState
 from scheduler_core.runtime.executor import PortSeen, RunPhase, RunReport, StopReason
@@ -63,18 +65,21 @@ def runs_observed(reports: Iterable[RunReport]) -> list[int]:
 
 def _nodes_to_reconcile(run_ids: list[int]) -> list[int]:
     """The runs' nodes, and the nodes of their workloads' other live runs (a failure
-    stops them)."""
-    workloads = PodRun.objects.filter(pk__in=run_ids).values_list("workload_id", flat=True)
-    peers = PodRun.objects.filter(workload_id__in=workloads, state__in=LIVE_RUN_STATES)
-    mine = PodRun.objects.filter(pk__in=run_ids).values_list("node_id", flat=True)
-    return sorted({*mine, *peers.values_list("node_id", flat=True)})
+    stops them); one query."""
+    workloads = PodRun.objects.filter(pk__in=run_ids).values("workload_id")
+    runs = PodRun.objects.filter(
+        Q(pk__in=run_ids) | Q(workload_id__in=workloads, state__in=LIVE_RUN_STATES)
+    )
+    return sorted(set(runs.values_list("node_id", flat=True)))
 
 
 def known_run(run_id: int, *, node_id: int | None, epoch: int | None) -> PodRun | None:
-    """The run a report is about, if the reporter may speak of it."""
+    """The run a report is about, if the reporter may speak of it. A report may carry
+    an epoch the run had before its start was sent again (the same run, one process per
+    run id on a node): only one above the run's epoch is refused."""
     run = PodRun.objects.filter(pk=run_id).first()
     if run is None or (node_id is not None and run.node_id != node_id) or (
-        epoch is not None and run.epoch != epoch
+        epoch is not None and epoch > run.epoch
     ):  # fmt: skip
         logger.warning(
             "a report of run %s (node %s, epoch %s) matches none of Fairway's runs; ignored",
@@ -90,7 +95,11 @@ def run_observed(report: RunReport) -> bool:
     found = known_run(report.run_id, node_id=report.node_id, epoch=report.epoch)
     if found is None:
         return False
-    workload = Workload.objects.select_for_update().get(pk=found.workload_id)
+    workload = (
+        Workload.objects.select_for_update(of=("self",))  # its events name its project
+        .select_related("project")
+        .get(pk=found.workload_id)
+    )
     run = (
         PodRun.objects.select_for_update(of=("self",))  # the run only: nodes come first
         .select_related("node__pool")
@@ -155,32 +164,40 @@ def _running(workload: Workload, run: PodRun, at: datetime) -> None:
     run.save(update_fields=["state", "started_at"])
     if run.allocation_id is None:
         return
-    allocations = list(Allocation.objects.filter(workload=workload).values_list("pk", flat=True))
-    going = set(
-        PodRun.objects.filter(
-            allocation_id__in=allocations, state__in=(PodRunState.RUNNING, PodRunState.EXITED)
-        ).values_list("allocation_id", flat=True)
-    )
-    if not allocations or not going >= set(allocations):
+    pods = _pods_with_run(workload, GOING)
+    if not pods or not all(going for _, going in pods):
         return
     if transitions.mark_running(workload):
         workload.save(update_fields=["status", "updated_at"])
-        pods = "every pod runs" if len(allocations) > 1 else "its pod runs"
+        which = "every pod runs" if len(pods) > 1 else "its pod runs"
+        nodes = [name for name, _ in pods]
         event_record(
             type=EventType.RUNNING, workload=workload, pool=run.node.pool, at=at,
-            reason=f"{pods} ({run.node.name} reported it)",
+            reason=f"{which} ({run.node.name} reported it)",
+            state=workload_state(workload, nodes=nodes),
         )  # fmt: skip
+
+
+GOING = (PodRunState.RUNNING, PodRunState.EXITED)
+
+
+def _pods_with_run(workload: Workload, states: Iterable[str], **run: Any) -> list[tuple[str, bool]]:
+    """(node name, whether a run of it is in `states` and matches `run`) per pod of
+    `workload`, by group and index: one query answers "does every pod run / is every pod
+    done", and names the nodes for the live event."""
+    runs = PodRun.objects.filter(allocation_id=OuterRef("pk"), state__in=list(states), **run)
+    pods = (
+        Allocation.objects.filter(workload=workload)
+        .annotate(has_run=Exists(runs))
+        .order_by("group", "pod_index")
+        .values_list("node__name", "has_run")
+    )
+    return [(str(name), bool(has)) for name, has in pods]
 
 
 def _maybe_complete(workload: Workload, at: datetime) -> None:
     """A pod exited 0: the workload is completed once every pod has."""
-    allocations = list(Allocation.objects.filter(workload=workload).values_list("pk", flat=True))
-    done = set(
-        PodRun.objects.filter(
-            allocation_id__in=allocations, state=PodRunState.EXITED, exit_code=0
-        ).values_list("allocation_id", flat=True)
-    )
-    if done >= set(allocations):
+    if all(done for _, done in _pods_with_run(workload, [PodRunState.EXITED], exit_code=0)):
         workloads_complete(completions=[Completion(workload.pk, workload.started_at, at)])
 
 

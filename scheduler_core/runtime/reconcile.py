@@ -15,20 +15,30 @@ every executor report and on an agent's connect, and each runtime tick as a safe
    and was not told to stop yet is handed to its executor's `stop` with the pool's
    grace period.
 
+3. a start nothing was heard of for RUN_START_RESEND_AFTER seconds (its frame was lost)
+   is sent again, with a new epoch, to an executor that allows it
+   (Capability.RESENDS_STARTS); so is a start an agent's hello shows never arrived.
+
 Each node is reconciled in its own transaction under its row lock, so the worker (after a
 cycle) and the reports can call it at once; epochs are taken under that lock and never
-reused. Lock order everywhere: nodes, workloads, runs, allocations. Executors are called
-after commit, each once per pass with every start (grouped by workload) and stop.
+reused. Lock order everywhere: the node's send lock, nodes, workloads, runs, allocations.
+The executor is called after each node's commit with that node's starts (grouped by
+workload) and stops, still under the node's send lock (a PostgreSQL advisory lock), so a
+node gets its starts in the order of their epochs whoever sends them (an agent refuses a
+start whose epoch is below one it has seen).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from scheduler_core.choices import NodeState, WorkloadStatus
@@ -49,6 +59,7 @@ from scheduler_core.runtime.launch import Launches
 logger = logging.getLogger(__name__)
 
 FULL = 1.0 + 1e-9  # a device's share, with room for rounding
+SEND_LOCK_CLASS = 0x46570001  # first key of the per-node send locks (pg_advisory_lock)
 
 
 @dataclass
@@ -93,19 +104,49 @@ def reconcile(
     the pools of `backends`, when given); runs `resend` (starting, never reported: their
     executor lost their start) are handed to `start` again."""
     report = ReconcileReport()
-    resend = set(resend)
     wanted = None if node_ids is None else set(node_ids)
     running = registry.backends_without(Capability.KNOWS_RUN_ENDS)
     if backends is not None:
         running &= set(backends)
     for backend in sorted(running):
         executor = registry.executor_for(backend)
-        work = _Pass(executor)
-        for node_id in sorted(_nodes_with_work(backend, wanted) | _nodes_of(backend, resend)):
-            with transaction.atomic():
-                _reconcile_node(node_id, work, report, resend)
-        work.hand_over()
+        again = set(resend)
+        if wanted is None and has(executor, Capability.RESENDS_STARTS):
+            again |= _unanswered_starts(backend, timezone.now())
+        for node_id in sorted(_nodes_with_work(backend, wanted) | _nodes_of(backend, again)):
+            work = _Pass(executor)
+            with _send_lock(node_id):
+                with transaction.atomic():
+                    _reconcile_node(node_id, work, report, again)
+                work.hand_over()
     return report
+
+
+@contextlib.contextmanager
+def _send_lock(node_id: int) -> Iterator[None]:
+    """Hold the node's send lock (PostgreSQL; one process at a time elsewhere)."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [SEND_LOCK_CLASS, node_id])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [SEND_LOCK_CLASS, node_id])
+
+
+def _unanswered_starts(backend: str, now: datetime) -> set[int]:
+    """Runs still `starting`, and wanted, whose start went out RUN_START_RESEND_AFTER
+    seconds ago or more with nothing heard since."""
+    before = now - timedelta(seconds=settings.RUN_START_RESEND_AFTER)
+    return set(
+        PodRun.objects.filter(
+            node__pool__backend=backend, state=PodRunState.STARTING, allocation__isnull=False,
+            start_sent_at__lte=before,
+        ).values_list("pk", flat=True)
+    )  # fmt: skip
 
 
 def _nodes_with_work(backend: str, wanted: set[int] | None) -> set[int]:
@@ -160,13 +201,28 @@ def _reconcile_node(node_id: int, work: _Pass, report: ReconcileReport, resend: 
     specs = Launches(
         [a.workload_id for a in fresh] + [r.workload_id for r in again], node.pool.grace_period
     )
+    again = [r for r in again if r.allocation_id is not None and specs.wanted(r.workload_id)]
+    epoch = node.last_epoch
+    _new_epochs(node, again)
     new_runs = _new_runs(node, live, fresh, specs, work, report)
+    if node.last_epoch != epoch:
+        Node.objects.filter(pk=node.pk).update(last_epoch=node.last_epoch)
     for run in again + new_runs:
         if run.allocation_id is None or not specs.wanted(run.workload_id):
             continue
         work.pods[run.workload_id].append(specs.pod(run, node))
         work.specs.setdefault(run.workload_id, specs)
         report.started.append(run.pk)
+
+
+def _new_epochs(node: Node, runs: list[PodRun]) -> None:
+    """Starts sent again take new epochs: the node may have seen later ones since (and
+    refuses a start below them), and a late copy of the first one stays refused."""
+    now = timezone.now()
+    for run in runs:
+        node.last_epoch += 1
+        run.epoch, run.start_sent_at = node.last_epoch, now
+        run.save(update_fields=["epoch", "start_sent_at"])
 
 
 def _new_runs(
@@ -179,6 +235,7 @@ def _new_runs(
 ) -> list[PodRun]:
     """A run (the node's next epoch) for each fresh allocation whose devices are free."""
     waits = not has(work.executor, Capability.ASSIGNS_DEVICES)
+    now = timezone.now()
     held: dict[int, float] = defaultdict(float)
     for run in live:
         for device in run.gpu_devices or ():
@@ -197,11 +254,10 @@ def _new_runs(
             PodRun(
                 workload_id=a.workload_id, allocation=a, node=node, group=a.group,
                 pod_index=a.pod_index, epoch=node.last_epoch, gpu_devices=a.gpu_devices,
-                gpu_fraction=a.gpu_fraction, state=PodRunState.STARTING,
+                gpu_fraction=a.gpu_fraction, state=PodRunState.STARTING, start_sent_at=now,
             )
         )  # fmt: skip
     if new_runs:
-        Node.objects.filter(pk=node.pk).update(last_epoch=node.last_epoch)
         PodRun.objects.bulk_create(new_runs)
         # (bulk_create sets primary keys on PostgreSQL and SQLite alike)
     return new_runs

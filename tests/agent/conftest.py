@@ -11,5 +11,7 @@ def _no_pod_left_behind():
     """Kill the process groups of runs a test left alive (a test failing midway)."""
     yield
     while MANAGERS:
-        for pgid in MANAGERS.pop().live_groups().values():
+        runs = MANAGERS.pop()
+        for pgid in runs.live_groups().values():
             signal_group(pgid, signal.SIGKILL)
+        runs.close()

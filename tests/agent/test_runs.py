@@ -184,3 +184,43 @@ def test_container_commands_hand_over_exactly_the_allocated_gpus():
     podman = container_argv(runtime="/usr/bin/podman", **common)
     assert "nvidia.com/gpu=2" in podman and "nvidia.com/gpu=5" in podman
     assert "--gpus" not in podman
+
+
+def test_a_start_sent_again_with_a_new_epoch_runs_once_and_takes_the_epoch(tmp_path):
+    """The server sends a start it heard nothing of again, with a fresh epoch: the run
+    does not start twice, and its reports carry the new epoch (the server ignores the
+    replaced one's)."""
+    runs = manager(tmp_path / "state")
+    argv = pod("print('started')")
+    runs.start(start_msg(1, 5, argv))
+    again = runs.start(start_msg(1, 9, argv))
+    assert again.epoch == 9 and runs.max_epoch == 9
+    ended = wait_until_ended(runs, 1)
+    assert ended.exit_code == 0 and ended.epoch == 9
+    assert output(runs, 1) == "started\n"
+    # An older epoch of the same run changes nothing.
+    assert runs.start(start_msg(1, 7, argv)).epoch == 9
+    # A new agent adopts the run with the epoch it took.
+    assert manager(tmp_path / "state").runs["1"].status.epoch == 9
+
+
+def test_a_shim_wakes_its_agent_when_its_command_starts_and_ends(tmp_path):
+    """The agent learns of a start and an end from the wake pipe, not its next poll."""
+    runs = manager(tmp_path / "state")
+    runs.start(start_msg(1, 1, pod("pass")))
+    wait_for(lambda: (run_dir(runs, 1) / "exit.json").exists(), what="the run to end")
+    assert runs.wake.drain()
+    assert not runs.wake.drain()  # drained: nothing more until a shim writes again
+
+
+def test_a_pod_started_through_the_fork_server_has_default_signal_handling(tmp_path):
+    """The fork server ignores SIGINT and SIGCHLD for itself; a pod's command must not
+    inherit that (it is started as from a fresh interpreter)."""
+    code = (
+        "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,"
+        " signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL)"
+    )
+    runs = manager(tmp_path / "state")
+    runs.start(start_msg(1, 1, pod(code)))
+    assert wait_until_ended(runs, 1).exit_code == 0
+    assert output(runs, 1) == "True True\n"

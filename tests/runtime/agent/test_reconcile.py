@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.core.cache import cache
 from django.utils import timezone
 
 from scheduler_core.choices import WorkloadStatus
+from scheduler_core.loop import triggers
 from scheduler_core.loop.cycle import run_cycle
 from scheduler_core.models import Node
 from scheduler_core.models.agents import PodRunState
@@ -93,8 +95,10 @@ def test_hello_keeps_wanted_runs_resends_owed_starts_and_drops_the_rest(
     ]  # fmt: skip
     keep = agents.hello(node, runs)
     assert keep == [first.pk]  # the unknown run is not kept
-    (again,) = agents.starts(mark)  # a start the agent never got goes again, unchanged
-    assert (again.body["run"], again.body["epoch"]) == (second.pk, second.epoch)
+    (again,) = agents.starts(mark)  # a start the agent never got goes again, new epoch
+    node.refresh_from_db()
+    assert (again.body["run"], again.body["epoch"]) == (second.pk, node.last_epoch)
+    assert again.body["epoch"] > second.epoch
     assert len(runs_of(w)) == 2
     assert _reload(w).status == WorkloadStatus.STARTING
 
@@ -150,3 +154,64 @@ def test_an_agent_run_ends_only_when_reported_whatever_its_spec_says(agents, sub
     agents.settle(tick, now=later)
     agents.settle(run_cycle, now=later)
     assert _reload(w).status == WorkloadStatus.RUNNING
+
+
+def test_a_start_nothing_was_heard_of_is_sent_again_with_a_new_epoch(
+    agents, submit, agent_cluster, settings
+):
+    """A start frame lost on the way: after RUN_START_RESEND_AFTER seconds of silence the
+    reconcile (each tick, each cycle) sends it again with a new epoch, once per interval;
+    the run's reports under either epoch count, a repeat of the agent's old state
+    included, and the workload runs once."""
+    settings.RUN_START_RESEND_AFTER = 10
+    w = submit("lost-start", gpus=1)
+    agents.cycle()
+    (run,) = runs_of(w)
+    first_epoch = run.epoch
+    mark = len(agents.sent)
+    agents.settle(reconcile)
+    assert agents.starts(mark) == []  # not overdue yet
+    type(run).objects.filter(pk=run.pk).update(start_sent_at=timezone.now() - timedelta(seconds=11))
+    agents.settle(reconcile)
+    (again,) = agents.starts(mark)
+    run.refresh_from_db()
+    assert again.body["run"] == run.pk and again.body["epoch"] == run.epoch > first_epoch
+    assert Node.objects.get(pk=run.node_id).last_epoch == run.epoch
+    agents.settle(reconcile)
+    assert len(agents.starts(mark)) == 1  # once per interval
+    agents.report(run, "running", epoch=first_epoch)  # in flight before the new start
+    agents.report(run, "exited", exit_code=0)
+    assert _reload(w).status == WorkloadStatus.COMPLETED
+    assert len(runs_of(w)) == 1
+
+
+def test_a_start_is_not_sent_again_once_the_agent_answered(agents, submit, agent_cluster):
+    w = submit("answered", gpus=1)
+    agents.cycle()
+    (run,) = runs_of(w)
+    agents.report(run, "running")
+    type(run).objects.filter(pk=run.pk).update(start_sent_at=timezone.now() - timedelta(hours=1))
+    mark = len(agents.sent)
+    agents.settle(reconcile)
+    assert agents.starts(mark) == []
+
+
+def test_a_freed_gpu_starts_the_next_pod_from_the_exit_report(
+    agents, submit, agent_cluster, autorun_cycles
+):
+    """The exit report asks for a cycle at once (coalesced, under the loop lock), and the
+    next pending pod's start goes out from it: no runtime tick, no beat."""
+    cache.delete(triggers.queued_key())  # no "task queued" mark left by an earlier test
+    first = [submit(f"fill-{i}", gpus=4) for i in range(3)]  # the pool's 12 GPUs
+    agents.cycle()
+    waiting = submit("next", gpus=4)
+    agents.cycle()
+    assert _reload(waiting).status == WorkloadStatus.PENDING
+    (run,) = runs_of(first[0])
+    agents.report(run, "running")
+    mark = len(agents.sent)
+    agents.report(run, "exited", exit_code=0)
+    (start,) = agents.starts(mark)
+    (placed,) = runs_of(waiting)
+    assert start.body["run"] == placed.pk and placed.node_id == run.node_id
+    assert _reload(waiting).status == WorkloadStatus.STARTING

@@ -259,3 +259,36 @@ def test_usage_reports_are_stored(register):
     run(body)
     assert GpuSample.objects.get(node=node).utilization == 87.5
     assert RunUsageSample.objects.get(run=pod).rss_mib == 2048
+
+
+def test_run_states_sent_back_to_back_are_all_stored_in_order_and_acknowledged(register):
+    """run_state frames that arrive while earlier ones are being stored are stored
+    together; the acks cover every one, and a later frame waits for them."""
+    node, token = register()
+    runs = []
+
+    async def body():
+        agent = await greeted(token, node)  # it has no runs yet: they come after
+        for i in range(3):
+            runs.append(await database_sync_to_async(pod_run)(node, pod_index=i, epoch=i + 1))
+        last = 0
+        for pod in runs:
+            for state in ("running", "exited"):
+                last = await agent.send(
+                    "run_state", run=pod.pk, epoch=pod.epoch, state=state,
+                    exit_code=0 if state == "exited" else None, signal=None, reason=None,
+                    at=timezone.now().isoformat(),
+                )  # fmt: skip
+        log = await agent.send("log", run=runs[0].pk, offset=0, data="aGVsbG8K")
+        acked = 0
+        while acked < log:
+            frame = await agent.receive()  # an ack, or a stop of a run nobody wants
+            assert frame["ack"] >= acked
+            acked = frame["ack"]
+        assert acked == log > last
+        await agent.close()
+
+    run(body)
+    states = dict(PodRun.objects.filter(node=node).values_list("pk", "state"))
+    assert states == {pod.pk: "exited" for pod in runs}
+    assert LogChunk.objects.filter(run=runs[0]).count() == 1

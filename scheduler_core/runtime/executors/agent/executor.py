@@ -48,7 +48,9 @@ class AgentExecutor:
     says it runs; runs end when agents report it."""
 
     backend = Backend.AGENT
-    capabilities = frozenset({Capability.KEEPS_LOGS, Capability.EXPOSES_PORTS})
+    capabilities = frozenset(
+        {Capability.KEEPS_LOGS, Capability.EXPOSES_PORTS, Capability.RESENDS_STARTS}
+    )
 
     def start(self, launches: Sequence[Launch]) -> None:
         for launch in launches:

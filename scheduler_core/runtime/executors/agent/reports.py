@@ -4,12 +4,13 @@ two functions; each applies the report in one transaction and reconciles the nod
 commit.
 
 A report names its node and the run's epoch: a report of another node's run, of an
-unknown run or of an older epoch changes nothing.
+unknown run or of an epoch the run never had changes nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -42,27 +43,42 @@ def _report(
     return RunReport(run_id=run_id, phase=phase, at=at, node_id=node.pk, epoch=epoch, **facts)
 
 
-def run_reported(
-    *,
-    node: Node,
-    run_id: int,
-    epoch: int,
-    state: str,
-    exit_code: int | None,
-    signal: str | None,
-    reason: str | None,
-    at: datetime,
-    ports: Mapping[str, int] | None = None,
-) -> None:
-    """Node `node`'s agent says run `run_id` (of `epoch`) is now `state` (a protocol
+@dataclass(frozen=True)
+class RunState:
+    """One `run_state` of an agent: run `run` (of `epoch`) is now `state` (a protocol
     RUN_* state), its ports listening at `ports` (name -> port on the node)."""
-    seen = None if ports is None else tuple(PortSeen(n, p) for n, p in ports.items())
-    report = _report(
-        node, run_id, epoch, state, at, exit_code=exit_code, signal=signal, reason=reason,
-        ports=seen,
-    )  # fmt: skip
-    if report is not None:
-        lifecycle.runs_observed([report])
+
+    run: int
+    epoch: int
+    state: str
+    exit_code: int | None
+    signal: str | None
+    reason: str | None
+    at: datetime
+    ports: Mapping[str, int] | None = None
+
+
+def runs_reported(*, node: Node, states: list[RunState]) -> None:
+    """Node `node`'s agent says what became of its runs, in order (the `run_state` frames
+    that reached the server together: one pass through the lifecycle, one reconcile)."""
+    reports = [
+        _report(
+            node, s.run, s.epoch, s.state, s.at, exit_code=s.exit_code, signal=s.signal,
+            reason=s.reason, ports=_ports_seen(s.ports),
+        )
+        for s in states
+    ]  # fmt: skip
+    lifecycle.runs_observed([r for r in reports if r is not None])
+
+
+def _ports_seen(ports: Mapping[str, int] | None) -> tuple[PortSeen, ...] | None:
+    return None if ports is None else tuple(PortSeen(n, p) for n, p in ports.items())
+
+
+def run_reported(*, node: Node, **state: Any) -> None:
+    """One report (`RunState`'s fields, `run_id` for `run`)."""
+    state["run"] = state.pop("run_id")
+    runs_reported(node=node, states=[RunState(**state)])
 
 
 def agent_hello(*, node: Node, runs: list[dict[str, Any]]) -> list[int]:

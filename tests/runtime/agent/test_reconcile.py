@@ -9,10 +9,9 @@ from datetime import timedelta
 from django.core.cache import cache
 from django.utils import timezone
 
-from config import celery_app
 from scheduler_core.choices import WorkloadStatus
 from scheduler_core.loop import triggers
-from scheduler_core.loop.cycle import run_cycle
+from scheduler_core.loop.cycle import run_cycle, run_scheduling_loop
 from scheduler_core.models import Node
 from scheduler_core.models.agents import PodRunState
 from scheduler_core.runtime.reconcile import reconcile
@@ -197,15 +196,21 @@ def test_a_start_is_not_sent_again_once_the_agent_answered(agents, submit, agent
     assert agents.starts(mark) == []
 
 
+def _run_cycle_here() -> None:
+    """What the cycle task does, in this process."""
+    triggers.cycle_task_started()
+    run_scheduling_loop(wait=False)
+
+
 def test_a_freed_gpu_starts_the_next_pod_from_the_exit_report(
-    agents, submit, agent_cluster, autorun_cycles, settings, monkeypatch
+    agents, submit, agent_cluster, autorun_cycles, monkeypatch
 ):
     """The exit report asks for a cycle at once (coalesced, under the loop lock), and the
     next pending pod's start goes out from it: no runtime tick, no beat."""
-    # the cycle task it sends runs here, in this process, whatever the broker (with
-    # REDIS_URL set, tasks would go to a queue no worker of this test reads)
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
+    # the cycle task it asks for runs here, in this process, whatever the broker (with
+    # REDIS_URL set, tasks would go to a queue no worker of this test reads); Celery's
+    # own settings stay untouched (it reads them once, for every later test)
+    monkeypatch.setattr(triggers, "send_cycle_task", _run_cycle_here)
     cache.delete(triggers.queued_key())  # no "task queued" mark left by an earlier test
     first = [submit(f"fill-{i}", gpus=4) for i in range(3)]  # the pool's 12 GPUs
     agents.cycle()

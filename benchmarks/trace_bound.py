@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scheduler_core.whatif.replay import BACKFILL, replay_window
-from scheduler_core.whatif.run_figures import water_fill
+from scheduler_core.whatif.run_figures import HOUR, water_fill
 from scheduler_core.whatif.traces import (
     TraceCluster,
     TraceJob,
@@ -42,7 +42,6 @@ from scheduler_core.whatif.traces import (
     team_quotas,
 )
 
-HOUR = 3600.0
 STEP = 60.0
 
 

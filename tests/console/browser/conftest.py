@@ -18,6 +18,7 @@ import copy
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +56,37 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+class _InFlight:
+    """The ASGI application, counting the requests and websockets it is still serving, so a
+    test's teardown can wait for them before the database is flushed (a request still
+    reading while pytest-django truncates the tables deadlocks PostgreSQL)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.count = 0
+        self.lock = threading.Lock()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        with self.lock:
+            self.count += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            with self.lock:
+                self.count -= 1
+
+    def wait_idle(self, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.count and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+IN_FLIGHT: _InFlight | None = None
+
+
 def _sqlite_read_uncommitted(sender, connection, **kwargs) -> None:
     """Shared-cache in-memory SQLite locks whole tables; let the server's readers through."""
     if connection.vendor == "sqlite":
@@ -72,11 +104,13 @@ def live_url():
 
     from config.asgi import application
 
+    global IN_FLIGHT
+    IN_FLIGHT = _InFlight(application)
     connection_created.connect(_sqlite_read_uncommitted)
     port = _free_port()
     ready = threading.Event()
     server = Server(
-        application=application,
+        application=IN_FLIGHT,
         endpoints=[f"tcp:port={port}:interface=127.0.0.1"],
         signal_handlers=False,
         verbosity=0,
@@ -216,3 +250,5 @@ def live(live_url, browser_instance, transactional_db, settings):
     yield Live()
     for context in contexts:
         context.close()
+    if IN_FLIGHT is not None:
+        IN_FLIGHT.wait_idle()

@@ -12,6 +12,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
+from console import backend_fields
 from scheduler_core.choices import EventType, WorkloadKind, WorkloadStatus
 from scheduler_core.engine.profiles import PROFILE_KAI, PROFILE_LAB, profile_settings
 from scheduler_core.engine.transitions import DEFAULT_FAILED_RUN_RESTARTS
@@ -434,10 +435,11 @@ class MemberForm(forms.Form):
         role.help_text = self.role_help[owner.kind]
 
 
+EXECUTION = "Execution"
 # A pool's settings, grouped as the settings form shows them.
 POOL_SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Policy", ("description", "profile", "policy", "placement")),
-    ("Execution", ("backend", "grace_period")),
+    (EXECUTION, ("backend", "grace_period")),
     (
         "Preemption",
         (
@@ -536,6 +538,7 @@ class PoolSettingsForm(forms.Form):
                 help_texts=self.help_texts,
             )
         )
+        self.fields.update(backend_fields.fields())
 
     @classmethod
     def profile_changes(cls, pool: NodePool) -> list[tuple[str, Any, Any]]:
@@ -545,9 +548,23 @@ class PoolSettingsForm(forms.Form):
             for name, (kai, own) in pool.profile_changes().items()
         ]
 
+    @classmethod
+    def initial_of(cls, pool: NodePool) -> dict[str, Any]:
+        """The form's values for `pool` as it is."""
+        return {
+            **{name: getattr(pool, name) for name in POOL_SETTINGS},
+            **backend_fields.initial(pool),
+        }
+
+    @property
+    def error_aliases(self) -> dict[str, str]:
+        return backend_fields.error_aliases(getattr(self, "cleaned_data", {}).get("backend"))
+
     def clean(self) -> dict[str, Any]:
-        """A named profile's settings win over the fields it names; custom names none."""
+        """A named profile's settings win over the fields it names; custom names none. The
+        backend's own settings become `backend_settings` (console.backend_fields)."""
         data = super().clean() or {}
+        backend_fields.take(self, data)
         profile = data.pop("profile", None) or PROFILE_CUSTOM
         if profile != PROFILE_CUSTOM:
             for name in profile_settings(profile):
@@ -557,7 +574,12 @@ class PoolSettingsForm(forms.Form):
 
     def groups(self) -> list[tuple[str, list[forms.BoundField]]]:
         """(legend, fields) in the order the form shows them."""
-        return [(legend, [self[name] for name in names]) for legend, names in POOL_SETTING_GROUPS]
+        shown: list[tuple[str, tuple[str, ...]]] = []
+        for legend, names in POOL_SETTING_GROUPS:
+            shown.append((legend, names))
+            if legend == EXECUTION:  # each backend's own settings right below
+                shown.extend(backend_fields.groups())
+        return [(legend, [self[name] for name in names]) for legend, names in shown]
 
 
 class PoolCreateForm(PoolSettingsForm):
@@ -617,5 +639,5 @@ def through_service(form: forms.Form, service: Callable[..., Any], **arguments: 
     try:
         return service(**arguments, **form.cleaned_data)
     except ValidationError as exc:
-        attach_service_errors(form, exc)
+        attach_service_errors(form, exc, getattr(form, "error_aliases", None))
         return None

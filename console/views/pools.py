@@ -15,7 +15,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from console.forms import (
-    POOL_SETTINGS,
     JoinTokenForm,
     NodeCreateForm,
     PoolCreateForm,
@@ -76,7 +75,7 @@ def _pool_page(request, pool: NodePool, *, settings_form=None, node_form=None, *
     }
     if access.is_system_admin(request.user):
         context["settings_form"] = settings_form or PoolSettingsForm(
-            initial={name: getattr(pool, name) for name in POOL_SETTINGS}
+            initial=PoolSettingsForm.initial_of(pool)
         )
         context["node_form"] = node_form or NodeCreateForm()
         context.setdefault("join_token_form", JoinTokenForm())

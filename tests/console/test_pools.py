@@ -114,6 +114,49 @@ def test_a_system_admin_changes_a_pools_settings(client_for, cluster):
     )
 
 
+def test_a_slurm_pools_own_settings_are_set_in_the_console(client_for, cluster):
+    pool = cluster["pool"]
+    client = client_for("admin")
+    html = client.get(pool_url("pool_detail", pool)).content.decode()
+    assert "Slurm pools only" in html and 'name="slurm__partition"' in html
+    slurm = {**POOL, "backend": "slurm", "slurm__partition": "gpu-a", "slurm__account": "lab",
+             "slurm__preempt_signal": "USR1", "slurm__output_dir": ""}  # fmt: skip
+    assert client.post(pool_url("pool_settings", pool), slurm).status_code == 302
+    pool.refresh_from_db()
+    assert pool.backend == "slurm"
+    assert pool.backend_settings == {"partition": "gpu-a", "account": "lab",
+                                     "preempt_signal": "USR1"}  # fmt: skip
+    # the form shows what is set; a cleared field goes back to its default
+    html = client.get(pool_url("pool_detail", pool)).content.decode()
+    assert 'name="slurm__partition" value="gpu-a"' in html.replace("\n", " ")
+    client.post(pool_url("pool_settings", pool), {**slurm, "slurm__account": ""})
+    pool.refresh_from_db()
+    assert pool.backend_settings == {"partition": "gpu-a", "preempt_signal": "USR1"}
+    # read-only users see them beside the backend
+    html = client_for("viewer").get(pool_url("pool_detail", pool)).content.decode()
+    assert "partition gpu-a, preempt_signal USR1" in html
+
+
+def test_wrong_backend_settings_are_shown_next_to_their_fields(client_for, cluster):
+    pool = cluster["pool"]
+    client = client_for("admin")
+    bad = {**POOL, "backend": "slurm", "slurm__preempt_signal": "KILL",
+           "slurm__partition": "a b"}  # fmt: skip
+    html = client.post(pool_url("pool_settings", pool), bad).content.decode()
+    signal = html.split('data-field="slurm__preempt_signal"', 1)[1].split("</ul>", 1)[0]
+    assert "must be one of TERM, INT, USR1, USR2, HUP, QUIT, got" in signal
+    partition = html.split('data-field="slurm__partition"', 1)[1].split("</ul>", 1)[0]
+    assert 'class="errors"' in partition
+    # a Slurm setting on a pool that does not run on Slurm is refused, not dropped
+    html = client.post(
+        pool_url("pool_settings", pool), {**POOL, "slurm__partition": "gpu-a"}
+    ).content.decode()
+    partition = html.split('data-field="slurm__partition"', 1)[1].split("</ul>", 1)[0]
+    assert "only Slurm pools use this" in partition
+    pool.refresh_from_db()
+    assert (pool.backend, pool.backend_settings) == ("simulated", {})
+
+
 def test_the_profile_is_one_setting_and_the_pool_page_says_what_it_changes(client_for, cluster):
     client = client_for("admin")
     client.post(reverse("console:pool_create"), {**POOL, "profile": "lab"})

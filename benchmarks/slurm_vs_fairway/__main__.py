@@ -11,10 +11,10 @@ slurmdbd + MariaDB), each job a real process sleeping its compressed duration:
 
 1. Slurm alone: one account per team with fair-share = its quota, priority/multifactor
    with fair-share, backfill with the jobs' time limits;
-2. Fairway deciding (its default pool settings), Slurm executing, the same quotas as
-   deserved GPUs (needs the Slurm executor; skipped where it is not there);
+2. Fairway deciding (the settings a new pool gets: the lab profile), Slurm executing, the
+   same quotas as deserved GPUs (needs the Slurm executor; skipped where it is not there);
 and, for the cost of real execution, Fairway's engine alone on the same slice in
-simulated time. All figures are in trace time (real seconds x compression).
+simulated time, with the same settings. All figures are in trace time (real seconds x compression).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from benchmarks.slurm_vs_fairway import slurm_alone
 from benchmarks.slurm_vs_fairway.cluster import ROOT, BenchSlurm
 from benchmarks.slurm_vs_fairway.stamps import tally
-from scheduler_core.whatif.replay import ENGINE, replay_trace
+from scheduler_core.whatif.replay import ENGINE, replay_trace, trace_config
 from scheduler_core.whatif.run_figures import RunFigures, figures_table
 from scheduler_core.whatif.traces import (
     TraceCluster,
@@ -88,7 +88,10 @@ def load_slice(args: argparse.Namespace) -> tuple[list[TraceJob], TraceCluster]:
         args.trace, start=parse_time(args.start), hours=args.hours, cap_hours=args.cap_hours
     )
     gpus = args.nodes * 8
-    cluster = TraceCluster(args.nodes, 8, team_quotas((j.team for j in jobs), gpus, team_nodes))
+    cluster = TraceCluster(
+        args.nodes, 8, team_quotas((j.team for j in jobs), gpus, team_nodes),
+        config=trace_config(None),  # a new pool's settings: the lab profile
+    )  # fmt: skip
     return [j for j in jobs if fits(j, cluster)], cluster
 
 

@@ -1,19 +1,22 @@
 """Side 2: Fairway deciding, Slurm executing. A pool with backend `slurm` on the same
-partition (its default scheduler settings), one department deserving every GPU and one
-project per team deserving its quota; each job submitted through `workload_submit` at its
-arrival, with the same command as on Slurm alone. This process plays the worker and the
-beat, on a database of its own (SQLite under the benchmark's directory) without a broker:
-every change asks for a cycle, which Celery runs at once in this process (as the worker
-would), and every LOOP_SECONDS a runtime tick (the Slurm executor's observe: nodes,
-jobs, releases, logs) and a safety-net cycle, as the beat sends them."""
+partition (made by the pool service: a new pool's settings, the lab profile), one
+department deserving every GPU and one project per team deserving its quota; each job
+submitted through `workload_submit` at its arrival, with the same command as on Slurm
+alone. This process plays the worker and the beat, on a database of its own (SQLite under
+the benchmark's directory) without a broker: every change asks for a cycle, which Celery
+runs at once in this process (as the worker would), and every LOOP_SECONDS a runtime tick
+(the Slurm executor's observe: nodes, jobs, releases, logs) and a safety-net cycle, as the
+beat sends them. `scontrol release` is timed here to print how long a released job takes
+to start its process."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import resource
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +28,10 @@ from benchmarks.slurm_vs_fairway.cluster import PARTITION, BenchSlurm, account
 from benchmarks.slurm_vs_fairway.stamps import Submitted, job_command, read_stamps, tally
 from scheduler_core.choices import TERMINAL_STATES, Backend
 from scheduler_core.loop.triggers import send_cycle_task
-from scheduler_core.models import NodePool, PodRun, Workload
+from scheduler_core.models import PodRun, Workload
+from scheduler_core.runtime.executors.slurm.client import SlurmClient
 from scheduler_core.runtime.tick import tick
+from scheduler_core.services.cluster import pool_create
 from scheduler_core.services.org import department_create, project_create
 from scheduler_core.services.quotas import queue_owner_set_quota
 from scheduler_core.services.workloads import WorkloadRequest, workload_submit
@@ -40,8 +45,8 @@ def _cluster_in_fairway(cluster: TraceCluster, output: Path) -> dict[str, Any]:
     """The pool, department, projects and quotas; the projects by team."""
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_superuser(username="bench", password="x", email="")
-    pool = NodePool.objects.create(
-        name="slurm", backend=Backend.SLURM, grace_period=5,
+    pool = pool_create(
+        user=user, name="slurm", backend=Backend.SLURM, grace_period=5,
         backend_settings={
             "partition": PARTITION, "output_dir": str(output), "account": account("fairway"),
         },
@@ -99,41 +104,95 @@ def run(
     t0 = time.time() + 2.0
     submitted: list[Submitted] = []
     pending = list(jobs)
-    while pending or not _done():
-        now = time.time()
-        while pending and t0 + pending[0].submitted / args.compression <= now:
-            job = pending.pop(0)
-            stamp = stamps / f"{job.name}.txt"
-            _submit(job, job.duration / args.compression, stamp, context, 8)
-            submitted.append(Submitted(job, time.time(), stamp))
-        began = time.monotonic()
-        _step()
-        time.sleep(max(0.0, LOOP_SECONDS - (time.monotonic() - began)))
+    with releases_recorded() as released:
+        _drive(pending, submitted, stamps, context, t0, args.compression)
     log(f"fairway on slurm: {len(submitted)} jobs done")
     used = time.process_time() - cpu
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     commands = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     spent_ctld = bench.controller_cpu_seconds() - ctld
-    latency = _start_latency(submitted)
+    firsts = {item.job.name: _starts(item.stamp) for item in submitted}
     text = (
         f"fairway {used:.1f} s (+ its Slurm commands {commands:.1f} s), slurmctld "
-        f"{spent_ctld:.1f} s; placement to process start p50 {latency}"
+        f"{spent_ctld:.1f} s; placement to process start p50 {_placement_latency(firsts)}; "
+        f"release to process start p50 {_release_latency(firsts, released)}"
     )
     return tally(submitted, cluster, t0, args.compression), text
 
 
-def _start_latency(submitted: list[Submitted]) -> str:
-    """p50/p95 from a run's creation (Fairway placed the pod) to its process's first line."""
-    firsts: dict[str, list[float]] = {}
-    for item in submitted:
-        firsts[item.job.name] = [at for kind, at in read_stamps(item.stamp) if kind == "s"]
+def _drive(
+    pending: list[TraceJob], submitted: list[Submitted], stamps: Path,
+    context: dict[str, Any], t0: float, compression: float,
+) -> None:  # fmt: skip
+    """Submit each job at its arrival and step the scheduler until every one has ended."""
+    while pending or not _done():
+        now = time.time()
+        while pending and t0 + pending[0].submitted / compression <= now:
+            job = pending.pop(0)
+            stamp = stamps / f"{job.name}.txt"
+            _submit(job, job.duration / compression, stamp, context, 8)
+            submitted.append(Submitted(job, time.time(), stamp))
+        began = time.monotonic()
+        _step()
+        time.sleep(max(0.0, LOOP_SECONDS - (time.monotonic() - began)))
+
+
+def _starts(stamp: Path) -> list[float]:
+    return [at for kind, at in read_stamps(stamp) if kind == "s"]
+
+
+@contextlib.contextmanager
+def releases_recorded() -> Iterator[list[tuple[int, float]]]:
+    """(Slurm job id, epoch seconds) of every `scontrol release` the executor runs."""
+    released: list[tuple[int, float]] = []
+    original = SlurmClient.release
+
+    def release(self: SlurmClient, job_ids: Iterable[int]) -> None:
+        ids = list(job_ids)
+        original(self, ids)
+        released.extend((job_id, time.time()) for job_id in ids)
+
+    SlurmClient.release = release  # type: ignore[method-assign]
+    try:
+        yield released
+    finally:
+        SlurmClient.release = original  # type: ignore[method-assign]
+
+
+def _placement_latency(firsts: dict[str, list[float]]) -> str:
+    """From a run's creation (Fairway placed the pod) to its process's first line: the
+    wait for the GPUs to be given up by the runs it replaces included."""
     gaps = []
     for name, created in PodRun.objects.filter(group="main", pod_index=0).values_list(
         "workload__name", "created_at"
     ):
-        starts = [s for s in firsts.get(name, []) if s >= created.timestamp() - 0.05]
-        if starts:
-            gaps.append(min(starts) - created.timestamp())
+        gap = _first_after(firsts.get(name, []), created.timestamp())
+        if gap is not None:
+            gaps.append(gap)
+    return _p50_p95(gaps)
+
+
+def _release_latency(firsts: dict[str, list[float]], released: list[tuple[int, float]]) -> str:
+    """From `scontrol release` of a pod group's job to its process's first line."""
+    names = dict(
+        PodRun.objects.filter(group="main", pod_index=0).exclude(external_id="")
+        .values_list("external_id", "workload__name")
+    )  # fmt: skip
+    gaps = []
+    for job_id, at in released:
+        name = names.get(str(job_id))
+        gap = None if name is None else _first_after(firsts.get(name, []), at)
+        if gap is not None:
+            gaps.append(gap)
+    return _p50_p95(gaps)
+
+
+def _first_after(starts: list[float], at: float) -> float | None:
+    later = [s for s in starts if s >= at - 0.05]
+    return min(later) - at if later else None
+
+
+def _p50_p95(gaps: list[float]) -> str:
     if not gaps:
         return "-"
     gaps.sort()

@@ -5,87 +5,19 @@ the worker and the beat do), on the test database."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from scheduler_core.choices import Backend, NodeState, WorkloadStatus
+from scheduler_core.choices import NodeState, WorkloadStatus
 from scheduler_core.loop.cycle import run_cycle
-from scheduler_core.models import Node, PodRun, Workload
+from scheduler_core.models import Node, PodRun
 from scheduler_core.runtime.executors.slurm.client import SlurmClient
 from scheduler_core.runtime.tick import tick
-from scheduler_core.selectors.agents import workload_logs
-from scheduler_core.services.workloads import WorkloadRequest, workload_cancel, workload_submit
-from tests import factories
-from tests.runtime.slurm.conftest import PARTITION, resume_drained
+from scheduler_core.services.workloads import workload_cancel
+from tests.runtime.slurm.conftest import PARTITION, logs, settle, status, submit
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def slurm_pool(slurm_conf: str, settings, tmp_path: Path):
-    """A Slurm pool on bin/slurm's partition (4 nodes x 8 GPUs), a department deserving all
-    of it and two projects: `high` deserving 32 GPUs, `low` deserving none."""
-    settings.SLURM_CONF = slurm_conf
-    settings.SLURM_JOB_PREFIX = f"fwt{time.monotonic_ns() % 10**8}"
-    settings.SLURM_SUBMIT_GRACE = 3.0
-    pool = factories.pool(
-        "slurm", backend=Backend.SLURM, grace_period=2,
-        backend_settings={"partition": PARTITION, "output_dir": str(tmp_path)},
-    )  # fmt: skip
-    dept = factories.department("lab")
-    factories.quota(dept, pool, gpus=32)
-    high, low = factories.project(dept, "high"), factories.project(dept, "low")
-    factories.quota(high, pool, gpus=32)
-    factories.quota(low, pool, gpus=0)
-    resume_drained(SlurmClient(conf=slurm_conf))
-    tick()  # the partition's nodes join the pool
-    yield {"pool": pool, "high": high, "low": low, "admin": factories.user("root", superuser=True)}
-    SlurmClient(conf=slurm_conf).cancel(
-        int(r) for r in PodRun.objects.exclude(external_id="").values_list("external_id", flat=True)
-    )
-
-
-def submit(ctx, project: str, name: str, shell: str, *, pods: int = 1, gpus: int = 1, **kw):
-    request = WorkloadRequest(
-        project=ctx[project], name=name, pods=pods, gpus=float(gpus), pools=[ctx["pool"]],
-        spec={"command": shell}, **kw,
-    )  # fmt: skip
-    return workload_submit(user=ctx["admin"], request=request)
-
-
-def settle(done: Callable[[], bool], seconds: float = 30.0) -> None:
-    """Cycles and runtime ticks, as the worker and the beat run them, until `done`."""
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not settled in time: {_state()}")
-        run_cycle()
-        tick()
-        time.sleep(0.2)
-
-
-def _state() -> str:
-    """Workloads, runs and nodes, for a test that did not settle."""
-    return repr(
-        [
-            list(Workload.objects.values_list("name", "status", "pending_reason")),
-            list(
-                PodRun.objects.values_list("pk", "workload__name", "state", "external_id", "reason")
-            ),
-            list(Node.objects.values_list("name", "state", "gpu_count")),
-        ]
-    )
-
-
-def status(workload: Workload) -> str:
-    workload.refresh_from_db()
-    return workload.status
-
-
-def logs(workload: Workload) -> str:
-    return "".join(log.text for log in workload_logs(workload=workload))
 
 
 def test_the_partition_nodes_are_discovered_and_follow_slurm(slurm_pool, slurm_conf):

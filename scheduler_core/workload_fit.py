@@ -4,7 +4,8 @@ says per pool that it never fits there (rather than "it queues") for the same re
 
 "Ever" means with every node of the pool empty: a pod must fit on one node (GPUs, CPU
 cores, memory; nodes that declare no CPU or memory do not limit them) and the gang's
-minimum in the pool's GPUs all together.
+minimum in the pool's GPUs all together. A pod asking a fraction of a GPU fits only a pool
+whose backend shares devices (Capability.SHARES_GPUS: not Slurm's).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from scheduler_core.choices import Backend
 from scheduler_core.models import Node, NodePool
+from scheduler_core.runtime.executor import Capability
+from scheduler_core.runtime.registry import backends_with
 
 
 class GroupAsk(Protocol):
@@ -71,6 +75,9 @@ def fit_problems(
     """Why `groups` can never run in `pools` taken together (their largest node, their
     largest pool), or [] when they can."""
     pool_names = ", ".join(p.name for p in pools) or "any pool"
+    unshared = _unshared_fractions(groups, pools, use_groups=use_groups)
+    if unshared:
+        return unshared
     nodes = [n for p in pools for n in nodes_by_pool.get(p.pk, [])]
     if not nodes:
         return [("pools", f"{pool_names} has no nodes")]
@@ -101,6 +108,26 @@ def fit_problems(
             )
         )
     return problems
+
+
+def _unshared_fractions(
+    groups: Sequence[GroupAsk], pools: Sequence[NodePool], *, use_groups: bool
+) -> list[Problem]:
+    """A pod asking a fraction of a GPU where none of `pools` shares devices."""
+    sharing = backends_with(Capability.SHARES_GPUS)
+    if not pools or any(p.backend in sharing for p in pools):
+        return []
+    backends = sorted({Backend(p.backend).label.split(" (")[0] for p in pools})
+    where = ", ".join(p.name for p in pools)
+    return [
+        (
+            f"groups[{i}].gpus" if use_groups else "gpus",
+            f"a pod asks for {g.gpus:g} of a GPU but {where} gives whole GPUs only (pods "
+            f"run with {' and '.join(backends)}): ask 1 GPU, or a pool of node agents",
+        )
+        for i, g in enumerate(groups)
+        if 0 < g.gpus < 1
+    ]
 
 
 def never_fits(

@@ -49,6 +49,10 @@ class Capability(StrEnum):
     # that nothing was heard of for RUN_START_RESEND_AFTER seconds again, with a new epoch
     # (a frame lost on the way must not leave a workload `starting` forever).
     RESENDS_STARTS = "resends_starts"
+    # Pods asking a fraction of a GPU share one device (the node agent's slices, the
+    # simulator's accounting). Without it a device is a pod's alone, and a pod asking a
+    # fraction is refused at submission where no candidate pool shares (workload_fit).
+    SHARES_GPUS = "shares_gpus"
 
 
 class StopReason(StrEnum):

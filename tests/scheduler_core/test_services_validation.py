@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from scheduler_core.choices import NodeState, WorkloadStatus
+from scheduler_core.choices import Backend, NodeState, WorkloadStatus
 from scheduler_core.models import Quota, SchedulingEvent, Workload
 from scheduler_core.services import cluster as cluster_services
 from scheduler_core.services import org, quotas
@@ -203,6 +203,22 @@ def test_pod_no_larger_than_largest_node_of_its_pools(cluster):
         submit(cluster, gpus=16, pools=[cluster["pool"]])
     assert "largest node in a100" in errors_of(exc)["gpus"][0]
     assert submit(cluster, gpus=16, pools=[big]).total_gpus == 16
+
+
+def test_a_fraction_of_a_gpu_is_refused_where_no_pool_shares_devices(cluster):
+    """Slurm gives whole GPUs: half a GPU there would wait for a whole device that Fairway
+    counted as shared. Refused with what to do; a pool that shares devices takes it."""
+    slurm = factories.pool("hpc", backend=Backend.SLURM)
+    factories.node(slurm, "hpc-1", gpu_count=8)
+    with pytest.raises(ValidationError) as exc:
+        submit(cluster, gpus=0.5, pools=[slurm])
+    assert errors_of(exc)["gpus"] == [
+        "a pod asks for 0.5 of a GPU but hpc gives whole GPUs only (pods run with Slurm): "
+        "ask 1 GPU, or a pool of node agents"
+    ]
+    assert submit(cluster, name="whole", gpus=1, pools=[slurm]).total_gpus == 1
+    shared = submit(cluster, name="half", gpus=0.5, pools=[slurm, cluster["pool"]])
+    assert shared.total_gpus == 0.5
 
 
 def test_multi_group_rules(cluster):

@@ -49,7 +49,12 @@ class AgentExecutor:
 
     backend = Backend.AGENT
     capabilities = frozenset(
-        {Capability.KEEPS_LOGS, Capability.EXPOSES_PORTS, Capability.RESENDS_STARTS}
+        {
+            Capability.KEEPS_LOGS,
+            Capability.EXPOSES_PORTS,
+            Capability.RESENDS_STARTS,
+            Capability.SHARES_GPUS,
+        }
     )
 
     def start(self, launches: Sequence[Launch]) -> None:

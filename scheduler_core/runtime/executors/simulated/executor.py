@@ -25,7 +25,7 @@ class SimulatedExecutor:
     """Runs end after their spec's `duration`, counted from their last (re)start."""
 
     backend = Backend.SIMULATED
-    capabilities = frozenset({Capability.KNOWS_RUN_ENDS})
+    capabilities = frozenset({Capability.KNOWS_RUN_ENDS, Capability.SHARES_GPUS})
 
     def run_end(
         self, *, spec: Mapping[str, Any] | None, progress: float, started_at: datetime

@@ -114,10 +114,11 @@ def _unshared_fractions(
     groups: Sequence[GroupAsk], pools: Sequence[NodePool], *, use_groups: bool
 ) -> list[Problem]:
     """A pod asking a fraction of a GPU where none of `pools` shares devices."""
+    fractions = [(i, g) for i, g in enumerate(groups) if 0 < g.gpus < 1]
     sharing = backends_with(Capability.SHARES_GPUS)
-    if not pools or any(p.backend in sharing for p in pools):
+    if not fractions or not pools or any(p.backend in sharing for p in pools):
         return []
-    backends = sorted({Backend(p.backend).label.split(" (")[0] for p in pools})
+    backends = sorted({_backend_label(p.backend) for p in pools})
     where = ", ".join(p.name for p in pools)
     return [
         (
@@ -125,9 +126,14 @@ def _unshared_fractions(
             f"a pod asks for {g.gpus:g} of a GPU but {where} gives whole GPUs only (pods "
             f"run with {' and '.join(backends)}): ask 1 GPU, or a pool of node agents",
         )
-        for i, g in enumerate(groups)
-        if 0 < g.gpus < 1
+        for i, g in fractions
     ]
+
+
+def _backend_label(backend: str) -> str:
+    """A backend's name in words ("Slurm"), or as stored where it has no label."""
+    labels = dict(Backend.choices)
+    return str(labels.get(backend, backend)).split(" (")[0]
 
 
 def never_fits(

@@ -33,13 +33,11 @@ from pathlib import Path
 from scheduler_core.whatif.replay import BACKFILL, replay_window
 from scheduler_core.whatif.run_figures import HOUR, water_fill
 from scheduler_core.whatif.traces import (
-    TraceCluster,
     TraceJob,
-    fits,
     parse_time,
     read_team_nodes,
     read_trace,
-    team_quotas,
+    trace_slice,
 )
 
 STEP = 60.0
@@ -166,10 +164,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     team_nodes = read_team_nodes(args.vc) if args.vc else None
     jobs = read_trace(args.trace, start=args.start, hours=args.hours, cap_hours=args.cap_hours)
-    capacity = args.nodes * args.gpus_per_node
-    shares = team_quotas((j.team for j in jobs), capacity, team_nodes)
-    cluster = TraceCluster(args.nodes, args.gpus_per_node, shares)
-    jobs = [j for j in jobs if fits(j, cluster)]
+    jobs, cluster = trace_slice(jobs, args.nodes, args.gpus_per_node, team_nodes)
+    capacity, shares = cluster.gpus, cluster.quotas
     makespan = args.makespan or _backfill_makespan(jobs, args, team_nodes)
     bound = window_bound(jobs, makespan, capacity, shares)
     print(

@@ -115,8 +115,10 @@ def _unshared_fractions(
 ) -> list[Problem]:
     """A pod asking a fraction of a GPU where none of `pools` shares devices."""
     fractions = [(i, g) for i, g in enumerate(groups) if 0 < g.gpus < 1]
+    if not fractions or not pools:
+        return []
     sharing = backends_with(Capability.SHARES_GPUS)
-    if not fractions or not pools or any(p.backend in sharing for p in pools):
+    if any(p.backend in sharing for p in pools):
         return []
     backends = sorted({_backend_label(p.backend) for p in pools})
     where = ", ".join(p.name for p in pools)

@@ -35,11 +35,10 @@ from scheduler_core.whatif.run_figures import RunFigures, figures_table
 from scheduler_core.whatif.traces import (
     TraceCluster,
     TraceJob,
-    fits,
     parse_time,
     read_team_nodes,
     read_trace,
-    team_quotas,
+    trace_slice,
 )
 
 TRACES = ROOT.parent / "shared" / "traces"
@@ -87,12 +86,8 @@ def load_slice(args: argparse.Namespace) -> tuple[list[TraceJob], TraceCluster]:
     jobs = read_trace(
         args.trace, start=parse_time(args.start), hours=args.hours, cap_hours=args.cap_hours
     )
-    gpus = args.nodes * 8
-    cluster = TraceCluster(
-        args.nodes, 8, team_quotas((j.team for j in jobs), gpus, team_nodes),
-        config=trace_config(None),  # a new pool's settings: the lab profile
-    )  # fmt: skip
-    return [j for j in jobs if fits(j, cluster)], cluster
+    # a new pool's settings: the lab profile
+    return trace_slice(jobs, args.nodes, 8, team_nodes, config=trace_config(None))
 
 
 def distortions(jobs: list[TraceJob], args: argparse.Namespace) -> list[str]:

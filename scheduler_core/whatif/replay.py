@@ -25,9 +25,8 @@ from scheduler_core.whatif.scenarios import Scenario, Step, build_simulation, pl
 from scheduler_core.whatif.traces import (
     TraceCluster,
     TraceJob,
-    fits,
-    team_quotas,
     trace_scenario,
+    trace_slice,
     trace_steps,
 )
 
@@ -154,13 +153,9 @@ def replay_window(
     larger than the cluster are left out and counted. `config` is read by trace_config.
     A bad `config` raises the scenario loader's ScenarioError."""
     count = nodes or nodes_for_load(jobs, hours, gpus_per_node, load or 1.0)
-    cluster = TraceCluster(
-        count,
-        gpus_per_node,
-        team_quotas((j.team for j in jobs), count * gpus_per_node, team_nodes),
-        config=trace_config(config),
+    fitting, cluster = trace_slice(
+        jobs, count, gpus_per_node, team_nodes, config=trace_config(config)
     )
-    fitting = [j for j in jobs if fits(j, cluster)]
     runs = replay_trace(
         fitting,
         cluster,

@@ -177,6 +177,20 @@ def fits(job: TraceJob, cluster: TraceCluster) -> bool:
     return per_pod <= cluster.gpus_per_node and pods <= cluster.nodes
 
 
+def trace_slice(
+    jobs: list[TraceJob],
+    nodes: int,
+    gpus_per_node: int,
+    team_nodes: Mapping[str, int] | None,
+    config: Mapping[str, Any] | None = None,
+) -> tuple[list[TraceJob], TraceCluster]:
+    """The cluster of `nodes` x `gpus_per_node` GPUs whose teams deserve its GPUs as
+    `team_quotas` divides them, with pool settings `config`, and the jobs that fit it."""
+    quotas = team_quotas((j.team for j in jobs), nodes * gpus_per_node, team_nodes)
+    cluster = TraceCluster(nodes, gpus_per_node, quotas, config=dict(config or {}))
+    return [j for j in jobs if fits(j, cluster)], cluster
+
+
 def trace_scenario(
     name: str, jobs: list[TraceJob], cluster: TraceCluster, step_seconds: float
 ) -> Scenario:

@@ -24,7 +24,12 @@ from typing import Any
 
 from scheduler_core.adapters.snapshot import AllocationRow, LiveSnapshot, WorkloadRow, key_chunks
 from scheduler_core.choices import PLACED_STATES, EventType, WorkloadStatus
-from scheduler_core.db.bulk_writes import insert_rows, update_pending_reasons, update_rows
+from scheduler_core.db.bulk_writes import (
+    delete_rows,
+    insert_rows,
+    update_pending_reasons,
+    update_rows,
+)
 from scheduler_core.db.locked_workload import LockedWorkload, lock_workloads
 from scheduler_core.engine import (
     EVICT_FAULT,
@@ -435,7 +440,7 @@ class Applier:
     def _flush(self) -> None:
         if self.deleted_allocations:
             for chunk in key_chunks(self.deleted_allocations):
-                Allocation.objects.filter(pk__in=chunk).delete()
+                delete_rows(Allocation, chunk)
         insert_rows(Allocation, ALLOCATION_FIELDS, self.new_allocations)
         touched = [w for pk, w in self.instances.items() if pk in self.evented or pk in self.dirty]
         if touched:

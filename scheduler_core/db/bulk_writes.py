@@ -1,4 +1,4 @@
-"""Fast multi-row INSERTs and UPDATEs for the scheduling hot path.
+"""Fast multi-row INSERTs, UPDATEs and DELETEs for the scheduling hot path.
 
 Django's `bulk_update` builds a CASE WHEN expression per row and field; resolving those
 expressions costs seconds for a few thousand rows, and `bulk_create` prepares every value
@@ -122,6 +122,29 @@ def insert_rows(
             # rows come back in the order of the arrays (bulk_create relies on this too)
             pks.extend(pk for (pk,) in cursor.fetchall())
     return pks
+
+
+def delete_rows(model: type[models.Model], pks: Sequence[int]) -> None:
+    """Delete rows of `model` by primary key (at most a few thousand: callers chunk) in
+    set-based statements: each reverse relation that is SET_NULL is cleared with one
+    UPDATE, then one DELETE. Django's `delete()` loads every row (and checks each relation
+    per row) first, which costs seconds for thousands of rows. Any other `on_delete` is
+    refused, so a relation added later cannot be skipped silently."""
+    if not pks:
+        return
+    for relation in model._meta.related_objects:
+        if relation.on_delete is not models.SET_NULL:  # type: ignore[attr-defined]
+            raise ValueError(f"delete_rows cannot honour {relation} ({relation.on_delete})")  # type: ignore[attr-defined]
+        field = relation.field
+        relation.related_model._base_manager.filter(**{f"{field.name}__in": pks}).update(
+            **{field.name: None}
+        )
+    table = connection.ops.quote_name(model._meta.db_table)
+    marks = ", ".join(["%s"] * len(pks))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {table} WHERE {_column(model._meta.pk)} IN ({marks})", list(pks)
+        )
 
 
 def _fields(meta: Options[Any], names: Sequence[str]) -> list[models.Field[Any, Any]]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from scheduler_core.models import NodePool, Project, Quota
 from scheduler_core.selectors.gpu_map import PoolMap, gpu_map
-from scheduler_core.workload_fit import GroupAsk, fit_problems, gang_gpus
+from scheduler_core.workload_fit import GroupAsk, fit_problems, gang_gpus, pool_sizes
 
 
 @dataclass
@@ -94,7 +94,7 @@ def placement_preview(
     """For each candidate pool: would the gangs of `groups` fit now, can they ever, and the
     quota room."""
     maps = {m.pool.pk: m for m in gpu_map(user=user)}
-    nodes_by_pool = {pk: [n.node for n in m.nodes] for pk, m in maps.items()}
+    sizes = pool_sizes({pk: [n.node for n in m.nodes] for pk, m in maps.items()})
     quotas = {}
     allocated: dict[int, float] = {}
     if project is not None:
@@ -115,7 +115,7 @@ def placement_preview(
         pool_map = maps.get(pool.pk)
         if pool_map is None:
             continue
-        never = [text for _, text in fit_problems(groups, [pool], nodes_by_pool)]
+        never = [text for _, text in fit_problems(groups, [pool], sizes)]
         placed = None if never else _place(pool_map, groups)
         quota = quotas.get(pool.pk)
         fits.append(

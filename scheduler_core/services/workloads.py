@@ -25,7 +25,6 @@ from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
 from scheduler_core.models import (
     Allocation,
-    Node,
     NodePool,
     Project,
     Workload,
@@ -34,7 +33,7 @@ from scheduler_core.models import (
 from scheduler_core.schemas.errors import SchemaInvalid, validate
 from scheduler_core.schemas.workloads import NewPriority, WorkloadSubmission
 from scheduler_core.services.errors import Conflict, FieldErrors
-from scheduler_core.workload_fit import never_fits
+from scheduler_core.workload_fit import PoolSize, never_fits, stored_pool_sizes
 
 
 @dataclass
@@ -90,7 +89,7 @@ class WorkloadRequest:
 
 
 def _validate(
-    req: WorkloadRequest, *, nodes_by_pool: dict[int, list[Node]], all_pools: list[NodePool]
+    req: WorkloadRequest, *, sizes: dict[int, PoolSize], all_pools: list[NodePool]
 ) -> tuple[WorkloadSubmission, list[NodePool]]:
     """The request's shape and pools, once its name is usable, its shape matches the schema
     and its pods and gang fit the candidate pools."""
@@ -110,7 +109,7 @@ def _validate(
     for key, problem in never_fits(
         shape.pod_groups(),
         list(req.pools) or all_pools,
-        nodes_by_pool,
+        sizes,
         use_groups=bool(shape.groups),
     ):
         errors.add(key, problem)
@@ -193,20 +192,17 @@ def _insert(
     return workloads
 
 
-def _pool_context() -> tuple[dict[int, list[Node]], list[NodePool]]:
-    """Each pool's nodes (only what the fit rule reads) and the pools."""
-    nodes_by_pool: dict[int, list[Node]] = {}
-    for node in Node.objects.only("pool_id", "gpu_count", "cpu", "memory"):
-        nodes_by_pool.setdefault(node.pool_id, []).append(node)
-    return nodes_by_pool, list(NodePool.objects.all())
+def _pool_context() -> tuple[dict[int, PoolSize], list[NodePool]]:
+    """What the fit rule reads of each pool's nodes, and the pools."""
+    return stored_pool_sizes(), list(NodePool.objects.all())
 
 
 def workload_submit(*, user, request: WorkloadRequest) -> Workload:
     """Queue a new workload in a project the user may submit to."""
     if not access.can_submit_to(user, request.project):
         raise PermissionDenied(f"you cannot submit workloads to project {request.project}")
-    nodes_by_pool, all_pools = _pool_context()
-    validated = _validate(request, nodes_by_pool=nodes_by_pool, all_pools=all_pools)
+    sizes, all_pools = _pool_context()
+    validated = _validate(request, sizes=sizes, all_pools=all_pools)
     if (request.project.pk, request.name) in _existing_names([request]):
         raise Conflict({"name": _name_taken(request)})
     with transaction.atomic():
@@ -221,14 +217,14 @@ def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[W
             allowed[req.project.pk] = access.can_submit_to(user, req.project)
         if not allowed[req.project.pk]:
             raise PermissionDenied(f"workloads[{i}]: you cannot submit to project {req.project}")
-    nodes_by_pool, all_pools = _pool_context()
+    sizes, all_pools = _pool_context()
     existing = _existing_names(requests)
     errors = FieldErrors()
     validated = []
     seen: set[tuple[int, str]] = set()
     for i, req in enumerate(requests):
         try:
-            validated.append(_validate(req, nodes_by_pool=nodes_by_pool, all_pools=all_pools))
+            validated.append(_validate(req, sizes=sizes, all_pools=all_pools))
         except ValidationError as exc:
             errors.extend({f"workloads[{i}].{f}": m for f, m in exc.message_dict.items()})
         key = (req.project.pk, req.name)

@@ -335,6 +335,10 @@ SCHEDULER_CYCLE_QUEUE = env.str("SCHEDULER_CYCLE_QUEUE", default="")
 SCHEDULER_LOOP_SECONDS = env.float("SCHEDULER_LOOP_SECONDS", default=10.0)
 SCHEDULER_LOOP_WAIT = env.float("SCHEDULER_LOOP_WAIT", default=1.0)
 SCHEDULER_LOOP_POLL = env.float("SCHEDULER_LOOP_POLL", default=0.01)
+# A cycle takes in at most this many waiting workloads it has not seen before (the longest
+# waiting first); a flood of submissions is so taken in over a few short cycles, which
+# follow one another at once (0: no bound).
+SCHEDULER_CYCLE_NEW_WORKLOADS = env.int("SCHEDULER_CYCLE_NEW_WORKLOADS", default=1000)
 # Seconds after which a start that nothing was heard of is sent again, with a new epoch, to
 # an executor that allows it (Capability.RESENDS_STARTS: node agents).
 RUN_START_RESEND_AFTER = env.float("RUN_START_RESEND_AFTER", default=10.0)

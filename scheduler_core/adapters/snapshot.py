@@ -148,6 +148,7 @@ class LiveSnapshot:
     workloads: dict[int, WorkloadRow]
     project_departments: dict[int, int]
     pool_backends: dict[int, str] = field(default_factory=dict)  # pool id -> choices.Backend
+    unseen: int = 0  # waiting workloads left for the next snapshot (load_snapshot's new_limit)
 
     def node_id(self, name: str) -> int:
         return self.node_ids[name]
@@ -384,10 +385,17 @@ def _queue_keys(
     return keys
 
 
-def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapshot:
+def load_snapshot(
+    now: datetime, memo: WorkloadMemo | None = None, *, new_limit: int | None = None
+) -> LiveSnapshot:
     """Read the cluster as of `now` in a constant number of queries: eight (one more per
     2,000 running workloads), plus two per 2,000 workloads new to `memo` (the memo that
-    the caller keeps between cycles; without one, every workload is new)."""
+    the caller keeps between cycles; without one, every workload is new).
+
+    With `new_limit`, at most that many waiting workloads new to `memo` are read, the
+    longest waiting first; the others are left for the next snapshot (`LiveSnapshot.unseen`
+    counts them), as if they had arrived a moment later. So a flood of submissions is
+    taken in over a few short cycles rather than by one long one."""
     memo = WorkloadMemo() if memo is None else memo
     pools = list(NodePool.objects.order_by("pk"))
     pool_names = {p.pk: p.name for p in pools}
@@ -413,6 +421,7 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
         .order_by("submitted_at", "pk")
         .values_list(*HOT_FIELDS)
     )
+    hot, unseen = _paced(hot, memo, new_limit)
     static = memo.refresh(hot)
     allocations: dict[int, list[AllocationRow]] = defaultdict(list)
     placed = [pk for pk, _, status, *_ in hot if status != WorkloadStatus.PENDING]
@@ -562,7 +571,27 @@ def load_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
         workloads=workload_rows,
         project_departments=project_departments,
         pool_backends={p.pk: p.backend for p in pools},
+        unseen=unseen,
     )
+
+
+def _paced(
+    hot: list[tuple[Any, ...]], memo: WorkloadMemo, new_limit: int | None
+) -> tuple[list[tuple[Any, ...]], int]:
+    """`hot` (in order of submission) without the waiting workloads new to `memo` past the
+    first `new_limit` of them, and how many were left out."""
+    if new_limit is None:
+        return hot, 0
+    known = memo.static
+    kept: list[tuple[Any, ...]] = []
+    new = 0
+    for row in hot:
+        if row[2] == WorkloadStatus.PENDING and row[0] not in known:
+            new += 1
+            if new > new_limit:
+                continue
+        kept.append(row)
+    return kept, max(new - new_limit, 0)
 
 
 def _workload_spec(

@@ -184,7 +184,7 @@ def read_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapsh
         if connection.vendor == "postgresql" and fresh:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        return load_snapshot(now, memo)
+        return load_snapshot(now, memo, new_limit=settings.SCHEDULER_CYCLE_NEW_WORKLOADS or None)
 
 
 def pause(phase: str) -> None:
@@ -256,8 +256,9 @@ def _run_locked(lock: CycleLock, now: datetime | None, state: LoopState) -> Cycl
     _after_commit(backend)
     if refresh is not None and refresh.limit is not None:
         _refresh_continues(outcome.refresh_resume_after)
-    if outcome.dropped:
-        triggers.want_follow_up()  # decide again on what changed under this cycle
+    if outcome.dropped or live.unseen:
+        # decide again on what changed under this cycle, or on what it left for the next
+        triggers.want_follow_up()
     return CycleReport(
         ran=True, record=record, outcome=outcome, completed=outcome.completed,
         run_ends=_run_ends(runs.going, outcome), idle_gpus=result.idle_gpus,

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from scheduler_core.adapters.snapshot import load_snapshot
+from scheduler_core.adapters.snapshot import WorkloadMemo, load_snapshot
 from scheduler_core.choices import EventType, NodeState, WorkloadStatus
 from scheduler_core.loop import cycle
 from scheduler_core.loop.cycle import run_cycle
@@ -348,3 +348,16 @@ def test_a_cycle_writes_nothing_when_the_lock_is_taken(cluster, submit):
     assert not report.ran
     assert not CycleRecord.objects.exists()
     assert Workload.objects.get().status == WorkloadStatus.PENDING
+
+
+def test_a_snapshot_left_for_later_counts_what_it_did_not_read(cluster, submit):
+    for i in range(3):
+        submit("vision", f"w-{i}", gpus=1)
+    memo = WorkloadMemo()
+    first = load_snapshot(timezone.now(), memo, new_limit=1)
+    assert [w.name for w in first.workloads.values()] == ["w-0"] and first.unseen == 2
+    second = load_snapshot(timezone.now(), memo, new_limit=1)  # w-0 is known: one more
+    assert sorted(w.name for w in second.workloads.values()) == ["w-0", "w-1"]
+    assert second.unseen == 1
+    everything = load_snapshot(timezone.now())
+    assert len(everything.workloads) == 3 and everything.unseen == 0

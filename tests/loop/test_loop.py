@@ -57,6 +57,24 @@ def test_a_request_made_during_a_cycle_runs_in_the_same_task(
     assert not triggers.follow_up_wanted()
 
 
+def test_a_flood_of_submissions_is_taken_in_over_short_cycles_oldest_first(
+    cluster, submit, sent, loop_settings
+):
+    """A cycle reads at most SCHEDULER_CYCLE_NEW_WORKLOADS waiting workloads it has not
+    seen (the longest waiting first); the loop runs the next cycle at once for the rest."""
+    loop_settings.SCHEDULER_CYCLE_NEW_WORKLOADS = 2
+    names = [f"sweep-{i}" for i in range(5)]
+    for name in names:
+        submit("vision", name, gpus=1)
+    reports = cycle.run_scheduling_loop(wait=False)
+
+    assert [r.record.decisions for r in reports] == [2, 2, 1]
+    assert set(
+        Workload.objects.filter(status=WorkloadStatus.RUNNING).values_list("name", flat=True)
+    ) == set(names)
+    assert not triggers.follow_up_wanted()
+
+
 def test_freed_gpus_are_refilled_the_moment_a_simulated_run_ends(
     cluster, submit, sent, loop_settings
 ):

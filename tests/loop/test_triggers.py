@@ -63,9 +63,9 @@ def test_a_cycle_that_finds_a_follow_up_request_enqueues_it_when_done(cluster, s
     assert sent == []
     original = cycle.load_snapshot
 
-    def load_and_get_asked(now, memo=None):
+    def load_and_get_asked(now, memo=None, **options):
         triggers.want_follow_up()  # asked for while the cycle runs
-        return original(now, memo)
+        return original(now, memo, **options)
 
     cycle.load_snapshot = load_and_get_asked
     try:

@@ -7,6 +7,7 @@ from scheduler_core.choices import Backend, NodeState, WorkloadStatus
 from scheduler_core.models import Quota, SchedulingEvent, Workload
 from scheduler_core.services import cluster as cluster_services
 from scheduler_core.services import org, quotas
+from scheduler_core.services.errors import Conflict
 from scheduler_core.services.workloads import (
     WorkloadRequest,
     workload_cancel,
@@ -272,6 +273,28 @@ def test_bulk_submit_is_all_or_nothing(cluster):
         requests=[good, WorkloadRequest(project=cluster["vision"], name="ok2", gpus=1)],
     )
     assert [w.name for w in created] == ["ok", "ok2"]
+
+
+def test_a_name_taken_by_a_concurrent_submission_is_a_conflict_and_nothing_is_kept(
+    cluster, monkeypatch
+):
+    """Two submissions of one name that both pass the name check: the database's unique
+    rule turns the second into a 409 naming the field, and none of its workloads stay."""
+    from scheduler_core.services import workloads as workload_services
+
+    workload_submit(
+        user=cluster["researcher"],
+        request=WorkloadRequest(project=cluster["vision"], name="taken", gpus=1),
+    )
+    monkeypatch.setattr(workload_services, "_existing_names", lambda requests: set())
+    racing = [
+        WorkloadRequest(project=cluster["vision"], name="fresh", gpus=1),
+        WorkloadRequest(project=cluster["vision"], name="taken", gpus=1),
+    ]
+    with pytest.raises(Conflict) as exc:
+        workload_submit_bulk(user=cluster["researcher"], requests=racing)
+    assert "just created in the same project" in errors_of(exc)["name"][0]
+    assert sorted(Workload.objects.values_list("name", flat=True)) == ["taken"]
 
 
 def test_workload_actions(cluster):

@@ -12,6 +12,7 @@ from api.idempotency import IDEMPOTENCY_PARAMETER, idempotent
 from api.pagination import EventCursorPagination
 from api.serializers.agents import LogQuerySerializer, WorkloadLogsSerializer
 from api.serializers.events import EventSerializer
+from api.serializers.workload_rows import ROW_FIELDS, workload_rows
 from api.serializers.workloads import (
     WorkloadBulkSubmitSerializer,
     WorkloadDetailSerializer,
@@ -66,7 +67,9 @@ class WorkloadViewSet(ApiViewSet):
         return Response(WorkloadDetailSerializer(fresh).data, status=code)
 
     def list(self, request):
-        return self.page(self.get_queryset(), WorkloadSerializer)
+        # the rows WorkloadSerializer would write, built from column values (workload_rows)
+        rows = self.filter_queryset(workload_list(user=request.user)).values(*ROW_FIELDS)
+        return self.get_paginated_response(workload_rows(self.paginate_queryset(rows)))
 
     def retrieve(self, request, pk=None):
         return Response(WorkloadDetailSerializer(self.get_object()).data)

@@ -69,7 +69,7 @@ def kill_web_processes(stack: AgentStack) -> list[int]:
     """SIGKILL the product's web processes (uvicorn); its supervisor starts them again."""
     assert stack.product is not None
     children = subprocess.run(
-        ["pgrep", "-P", str(stack.product.process.pid), "-f", "uvicorn"],
+        ["pgrep", "-P", str(stack.product.process.pid), "-f", "config.web_process"],
         capture_output=True, text=True,
     ).stdout.split()  # fmt: skip
     for pid in children:

@@ -74,21 +74,18 @@ def web_command(fd: int) -> list[str]:
     """One web process serving config.asgi (HTTP and Channels' websockets) on the listening
     socket `fd`: uvicorn on uvloop's event loop, httptools parsing HTTP and the websockets
     library speaking the websocket protocol (daphne, before, spent more of each request in
-    Twisted than Django spent in the view). No access log (a line per request costs as much
-    as a small answer), no lifespan events (Channels' router has none), and the client's
-    address is the peer's as it was under daphne: X-Forwarded-For is not trusted, so no local
-    client picks the address its failed sign-ins count against. A stopped process closes
-    its websockets (1012, "service restart": browsers and agents dial again) within 5 s."""
-    return [
-        sys.executable, "-m", "uvicorn", "config.asgi:application", "--fd", str(fd),
-        "--loop", "uvloop", "--http", "httptools", "--ws", "websockets",
-        "--lifespan", "off", "--no-access-log", "--no-proxy-headers", "--no-server-header",
-        "--timeout-graceful-shutdown", "5", "--log-level", "warning",
-    ]  # fmt: skip
+    Twisted than Django spent in the view), with TCP_NODELAY on its connections
+    (config.web_process says why uvicorn's own `--fd` would lose it). No access log (a line
+    per request costs as much as a small answer), no lifespan events (Channels' router has
+    none), and the client's address is the peer's as it was under daphne: X-Forwarded-For
+    is not trusted, so no local client picks the address its failed sign-ins count against.
+    A stopped process closes its websockets (1012, "service restart": browsers and agents
+    dial again) within 5 s."""
+    return [sys.executable, "-m", "config.web_process", str(fd)]
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A socket for one web process (`uvicorn --fd`, IPv4), bound here with SO_REUSEPORT
+    """A socket for one web process (config.web_process, IPv4), bound here with SO_REUSEPORT
     beside its siblings': the kernel spreads new connections evenly over them (one shared
     socket would leave most to whichever process accepts first), and a restarted process
     takes over its socket's queue, so no connection is refused meanwhile."""

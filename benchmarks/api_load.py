@@ -179,7 +179,7 @@ def drive(
     return samples, time.perf_counter() - t0
 
 
-WEB_PROCESS_MARK = "config.asgi:application"  # in the command line of every web process
+WEB_PROCESS_MARK = "config.web_process"  # in the command line of every web process
 
 
 def web_cpu_seconds(server_pid: int) -> float:

@@ -16,6 +16,7 @@ from typing import Any
 from rest_framework import serializers
 
 from scheduler_core.models import Allocation, WorkloadCandidatePool
+from scheduler_core.models.workloads import total_gpus_of
 
 ROW_FIELDS = (
     "id", "name", "project__name", "project_id", "project__department__name", "kind",
@@ -43,13 +44,6 @@ def _group(group: Mapping[str, Any]) -> dict[str, Any]:
         "cpu": float(group["cpu"]),
         "memory": float(group["memory"]),
     }
-
-
-def _total_gpus(row: Mapping[str, Any]) -> float:
-    """Workload.total_gpus from the row's columns."""
-    if row["groups"]:
-        return float(sum(g["pods"] * g.get("gpus", 0) for g in row["groups"]))
-    return float(row["pods"] * row["gpus"])
 
 
 def workload_rows(page: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -87,7 +81,7 @@ def _row(row: Mapping[str, Any], pools: list[str], nodes: list[str]) -> dict[str
         "cpu": float(row["cpu"]),
         "memory": float(row["memory"]),
         "groups": [_group(g) for g in row["groups"] or ()],
-        "total_gpus": _total_gpus(row),
+        "total_gpus": float(total_gpus_of(row["groups"], row["pods"], row["gpus"])),
         "pools": pools,
         "node_selector": {str(k): str(v) for k, v in (row["node_selector"] or {}).items()},
         "weight": float(row["weight"]),

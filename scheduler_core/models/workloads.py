@@ -174,12 +174,20 @@ class Workload(VersionedModel):
     @property
     def total_gpus(self) -> float:
         """GPUs asked for with every pod placed."""
-        return sum(g["pods"] * g.get("gpus", 0) for g in self.pod_groups)
+        return total_gpus_of(self.groups, self.pods, self.gpus)
 
     @property
     def duration(self) -> float | None:
         value = (self.spec or {}).get("duration")
         return float(value) if value is not None else None
+
+
+def total_gpus_of(groups: list[dict], pods: int, gpus: float) -> float:
+    """GPUs a workload asks for with every pod placed: of its pod groups, or of its single
+    group (`pods` pods of `gpus` each) when `groups` is empty."""
+    if groups:
+        return sum(g["pods"] * g.get("gpus", 0) for g in groups)
+    return pods * gpus
 
 
 class WorkloadCandidatePool(models.Model):

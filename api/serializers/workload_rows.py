@@ -10,22 +10,14 @@ stays the list's documented schema: a test compares the two on every kind of wor
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rest_framework import serializers
 
+from api.serializers.workloads import WorkloadSerializer
 from scheduler_core.models import Allocation, WorkloadCandidatePool
 from scheduler_core.models.workloads import total_gpus_of
-
-ROW_FIELDS = (
-    "id", "name", "project__name", "project_id", "project__department__name", "kind",
-    "priority", "preemptible", "pods", "min_pods", "gpus", "cpu", "memory", "groups",
-    "node_selector", "weight", "backoff_limit", "restarts", "preemptions", "spec", "status",
-    "pending_reason", "queue_position", "submitted_by__username", "submitted_at",
-    "started_at", "finished_at", "progress_seconds", "version",
-)  # fmt: skip
-"""The columns a row is built from (`QuerySet.values(*ROW_FIELDS)`)."""
 
 _TIME = serializers.DateTimeField()  # DRF's own format: ISO 8601, in the current zone
 
@@ -65,39 +57,45 @@ def workload_rows(page: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [_row(row, pools[row["id"]], nodes[row["id"]]) for row in page]
 
 
+_COLUMNS = {
+    "project": "project__name",
+    "department": "project__department__name",
+    "submitted_by": "submitted_by__username",
+}
+"""Keys whose column has another name (the others are read from the column of their name)."""
+
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(("gpus", "cpu", "memory", "weight", "progress_seconds"), float),
+    **dict.fromkeys(("submitted_at", "started_at", "finished_at"), _time),
+    "groups": lambda groups: [_group(g) for g in groups or ()],
+    "node_selector": lambda labels: {str(k): str(v) for k, v in (labels or {}).items()},
+    "spec": lambda spec: {str(k): v for k, v in (spec or {}).items()},
+}
+"""How a column's value is written, where WorkloadSerializer's field changes it."""
+
+_DERIVED = ("total_gpus", "pools", "running_pods", "nodes")
+"""Keys that are not columns (see _row)."""
+
+KEYS = tuple(WorkloadSerializer().fields)
+"""The keys of a row, in the serializer's order."""
+
+ROW_FIELDS = tuple(_COLUMNS.get(key, key) for key in KEYS if key not in _DERIVED)
+"""The columns a row is built from (`QuerySet.values(*ROW_FIELDS)`)."""
+
+
 def _row(row: Mapping[str, Any], pools: list[str], nodes: list[str]) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "name": row["name"],
-        "project": row["project__name"],
-        "project_id": row["project_id"],
-        "department": row["project__department__name"],
-        "kind": row["kind"],
-        "priority": row["priority"],
-        "preemptible": row["preemptible"],
-        "pods": row["pods"],
-        "min_pods": row["min_pods"],
-        "gpus": float(row["gpus"]),
-        "cpu": float(row["cpu"]),
-        "memory": float(row["memory"]),
-        "groups": [_group(g) for g in row["groups"] or ()],
+    derived = {
         "total_gpus": float(total_gpus_of(row["groups"], row["pods"], row["gpus"])),
         "pools": pools,
-        "node_selector": {str(k): str(v) for k, v in (row["node_selector"] or {}).items()},
-        "weight": float(row["weight"]),
-        "backoff_limit": row["backoff_limit"],
-        "restarts": row["restarts"],
-        "preemptions": row["preemptions"],
-        "spec": {str(k): v for k, v in (row["spec"] or {}).items()},
-        "status": row["status"],
-        "pending_reason": row["pending_reason"],
-        "queue_position": row["queue_position"],
-        "submitted_by": row["submitted_by__username"],
-        "submitted_at": _time(row["submitted_at"]),
-        "started_at": _time(row["started_at"]),
-        "finished_at": _time(row["finished_at"]),
-        "progress_seconds": float(row["progress_seconds"]),
-        "version": row["version"],
         "running_pods": len(nodes),
         "nodes": sorted(set(nodes)),
     }
+    out = {}
+    for key in KEYS:
+        if key in derived:
+            out[key] = derived[key]
+            continue
+        value = row[_COLUMNS.get(key, key)]
+        convert = _CONVERT.get(key)
+        out[key] = value if convert is None else convert(value)
+    return out

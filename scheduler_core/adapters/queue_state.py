@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from types import SimpleNamespace
 
 from django.utils import timezone
 
@@ -89,8 +90,16 @@ def write_queue_states(live: LiveSnapshot, result: CycleResult) -> int:
     Returns how many rows were written.
     """
     pending, running = _counts(live, result)
-    existing = {(q.department_id, q.project_id, q.pool_id): q for q in QueueState.objects.all()}
-    changed, created = [], []
+    # plain rows, unordered: a thousand queues are read every cycle
+    existing = {
+        (row["department_id"], row["project_id"], row["pool_id"]): row
+        for row in QueueState.objects.order_by().values(
+            "pk", "department_id", "project_id", "pool_id", *FIGURES
+        )
+    }
+    changed: list[SimpleNamespace] = []
+    created: list[QueueState] = []
+    now = timezone.now()
     for queue, per_pool in result.queues.items():
         owner = live.queue_owners.get(queue)
         if owner is None:
@@ -109,15 +118,12 @@ def write_queue_states(live: LiveSnapshot, result: CycleResult) -> int:
                     QueueState(pool_id=pool_id, department_id=department_id,
                                project_id=project_id, **values)
                 )  # fmt: skip
-            elif any(_differs(getattr(row, k), v) for k, v in values.items()):
-                for k, v in values.items():
-                    setattr(row, k, v)
-                row.updated_at = timezone.now()
-                changed.append(row)
+            elif any(_differs(row[k], v) for k, v in values.items()):
+                changed.append(SimpleNamespace(pk=row["pk"], updated_at=now, **values))
     if created:
         QueueState.objects.bulk_create(created)
     if changed:
-        update_rows(changed, [*FIGURES, "updated_at"])
+        update_rows(changed, [*FIGURES, "updated_at"], model=QueueState)
     return len(created) + len(changed)
 
 

@@ -41,7 +41,7 @@ from scheduler_core.adapters import (
     write_queue_states,
 )
 from scheduler_core.adapters.runs import placed_runs, without_ended
-from scheduler_core.adapters.snapshot import WorkloadMemo
+from scheduler_core.adapters.snapshot import SnapshotMemo
 from scheduler_core.choices import WorkloadStatus
 from scheduler_core.loop import triggers
 from scheduler_core.loop.locks import CycleLock, new_cycle_lock
@@ -73,11 +73,11 @@ class CycleReport:
 @dataclass
 class LoopState:
     """What a process's scheduling loop keeps from one cycle to the next: the snapshot
-    memo (adapters.snapshot.WorkloadMemo). The cycle task of each worker process owns one
+    memo (adapters.snapshot.SnapshotMemo). The cycle task of each worker process owns one
     (scheduler_core.loop.tasks); a cycle is correct with any state, a fresh one only
     reads more."""
 
-    memo: WorkloadMemo = field(default_factory=WorkloadMemo)
+    memo: SnapshotMemo = field(default_factory=SnapshotMemo)
 
 
 def run_cycle(*, now: datetime | None = None, state: LoopState | None = None) -> CycleReport:
@@ -177,7 +177,7 @@ def _wait_for_next_cycle(end: float, report: CycleReport, wait: bool) -> bool:
         time.sleep(min(settings.SCHEDULER_LOOP_POLL, delay))
 
 
-def read_snapshot(now: datetime, memo: WorkloadMemo | None = None) -> LiveSnapshot:
+def read_snapshot(now: datetime, memo: SnapshotMemo | None = None) -> LiveSnapshot:
     """Load the snapshot inside one read transaction, so all its queries agree."""
     fresh = not connection.in_atomic_block  # (tests run inside a transaction already)
     with transaction.atomic():

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from scheduler_core.adapters import load_snapshot
-from scheduler_core.adapters.snapshot import WorkloadMemo
+from scheduler_core.adapters.snapshot import SnapshotMemo
 from scheduler_core.choices import FairshareMode, NodeState
 from scheduler_core.models import UsageSample, WorkloadCandidatePool
 from tests import factories
@@ -30,14 +30,14 @@ def test_snapshot_takes_the_same_number_of_queries_for_any_cluster_size(
     cluster["pool"].fairshare_mode = FairshareMode.TIME_BASED
     cluster["pool"].save()
     _populate(cluster, 2)
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(11):
         small = load_snapshot(timezone.now())
     _populate_more = [factories.node(cluster["pool"], f"extra-{i}") for i in range(5)]
     assert _populate_more
     for i in range(2, 8):
         w = factories.workload(cluster["infra"], f"more-{i}")
         WorkloadCandidatePool.objects.create(workload=w, pool=cluster["pool"])
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(11):
         big = load_snapshot(timezone.now())
     assert len(big.snapshot.workloads) > len(small.snapshot.workloads)
     assert len(big.snapshot.nodes) == 7
@@ -124,7 +124,7 @@ def _spec(live, workload):
 @pytest.fixture
 def memo():
     """The memo a scheduling loop keeps between its cycles."""
-    return WorkloadMemo()
+    return SnapshotMemo()
 
 
 def test_any_saved_change_is_seen_by_the_next_snapshot_of_a_kept_memo(cluster, memo):
@@ -151,6 +151,28 @@ def test_known_workloads_are_not_read_again_until_their_version_changes(
     with django_assert_num_queries(8):  # its new version is read again
         changed = load_snapshot(timezone.now(), memo)
     assert _spec(changed, waiting).priority == 90
+
+
+def test_known_nodes_are_read_again_only_when_they_change(cluster, memo, django_assert_num_queries):
+    """A kept memo reads the nodes' versions only; a node changed since (its labels, its
+    state, its pool) is read again and seen, and a deleted one is gone."""
+    from scheduler_core.services.cluster import node_cordon
+
+    load_snapshot(timezone.now(), memo)  # learns the nodes
+    with django_assert_num_queries(6):
+        load_snapshot(timezone.now(), memo)
+    first, second = cluster["nodes"][:2]
+    first.labels = {"zone": "b"}
+    first.save()
+    node_cordon(user=cluster["admin"], node=second)
+    with django_assert_num_queries(7):  # the two changed nodes, in one query
+        changed = load_snapshot(timezone.now(), memo)
+    nodes = {n.name: n for n in changed.snapshot.nodes}
+    assert nodes[first.name].labels == {"zone": "b", "containers": "true"}
+    assert nodes[second.name].state == NodeState.CORDONED
+    assert changed.node_versions[first.pk] == first.version
+    first.delete()
+    assert first.name not in {n.name for n in load_snapshot(timezone.now(), memo).snapshot.nodes}
 
 
 def test_renaming_a_project_renames_the_queue_of_its_known_workloads(cluster, memo):

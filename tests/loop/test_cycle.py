@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from scheduler_core.adapters.snapshot import WorkloadMemo, load_snapshot
+from scheduler_core.adapters.snapshot import SnapshotMemo, load_snapshot
 from scheduler_core.choices import EventType, NodeState, WorkloadStatus
 from scheduler_core.loop import cycle
 from scheduler_core.loop.cycle import run_cycle
@@ -353,7 +353,7 @@ def test_a_cycle_writes_nothing_when_the_lock_is_taken(cluster, submit):
 def test_a_snapshot_left_for_later_counts_what_it_did_not_read(cluster, submit):
     for i in range(3):
         submit("vision", f"w-{i}", gpus=1)
-    memo = WorkloadMemo()
+    memo = SnapshotMemo()
     first = load_snapshot(timezone.now(), memo, new_limit=1)
     assert [w.name for w in first.workloads.values()] == ["w-0"] and first.unseen == 2
     second = load_snapshot(timezone.now(), memo, new_limit=1)  # w-0 is known: one more
@@ -361,3 +361,26 @@ def test_a_snapshot_left_for_later_counts_what_it_did_not_read(cluster, submit):
     assert second.unseen == 1
     everything = load_snapshot(timezone.now())
     assert len(everything.workloads) == 3 and everything.unseen == 0
+
+
+def test_a_waiting_workload_behind_the_read_mark_is_read_at_once(cluster, submit):
+    """A bounded snapshot reads waiting workloads in order of submission up to a mark;
+    one that appears behind the mark (its submission committed late, or it was re-queued
+    or its retry time came) is read by the next snapshot all the same, and counts against
+    the bound."""
+    from scheduler_core.models import Workload
+
+    for i in range(4):
+        submit("vision", f"w-{i}", gpus=1)
+    memo = SnapshotMemo()
+    first = load_snapshot(timezone.now(), memo, new_limit=2)
+    assert sorted(w.name for w in first.workloads.values()) == ["w-0", "w-1"]
+    late = submit("vision", "late", gpus=1)
+    Workload.objects.filter(pk=late.pk).update(
+        submitted_at=Workload.objects.get(name="w-0").submitted_at
+    )
+    second = load_snapshot(timezone.now(), memo, new_limit=2)
+    assert sorted(w.name for w in second.workloads.values()) == ["late", "w-0", "w-1", "w-2"]
+    assert second.unseen == 1
+    third = load_snapshot(timezone.now(), memo, new_limit=2)
+    assert len(third.workloads) == 5 and third.unseen == 0

@@ -18,6 +18,7 @@ from scheduler_core.engine.snapshot import FAIRSHARE_TIME_BASED, POLICY_QUOTA, Q
 
 if TYPE_CHECKING:
     from scheduler_core.engine.framework.session import Key, Session, Vec
+    from scheduler_core.engine.framework.state import PoolIndex
 
 
 def _vec(r: Resources) -> Vec:
@@ -30,11 +31,14 @@ class QueueFigures:
     over-quota weight per resource) and `fair` (fairshare); `limited` holds the keys
     with a finite limit on some resource."""
 
-    __slots__ = ("children", "deserved", "fair", "limit", "limited", "requested", "weight")
+    __slots__ = (
+        "_departments", "children", "deserved", "fair", "limit", "limited", "requested", "weight",
+    )  # fmt: skip
 
     def __init__(self, session: Session) -> None:
         queues = session.snapshot.queues
         departments = [q for q in queues if q.parent is None]
+        self._departments = departments
         self.children: dict[str, list[QueueSpec]] = {d.name: [] for d in departments}
         for q in queues:
             if q.parent is not None:
@@ -70,53 +74,82 @@ class QueueFigures:
         """Deserved, limit and fairshare of every queue and pool."""
         usage: dict[Key, float] = {}
         for pool in session.pools.values():
+            self._bounds(session, pool.name)
             cfg = pool.config
-            for q in session.queues.values():
-                key = (q.name, pool.name)
-                self.deserved[key] = self.quota_of(q, pool.name)
-                self.limit[key] = self.limit_of(q, pool.name)
-                if any(math.isfinite(x) for x in self.limit[key]):
-                    self.limited.add(key)
             k: float | None = None
             if cfg.fairshare_mode == FAIRSHARE_TIME_BASED and cfg.policy == POLICY_QUOTA:
                 k = cfg.time_based_k
-                raw = decayed_usage(
-                    (u for u in session.snapshot.usage if u.pool == pool.name),
-                    session.now,
-                    cfg.time_based_window,
-                    cfg.time_based_half_life,
-                )
-                denom = decayed_capacity_seconds(
-                    pool.capacity.gpus, cfg.time_based_window, cfg.time_based_half_life
-                )
-                for (qname, pname), value in raw.items():
-                    used_by = session.queues.get(qname)
-                    if used_by is None or denom <= EPSILON:
-                        continue
-                    share = value / denom
-                    usage[(qname, pname)] = usage.get((qname, pname), 0.0) + share
-                    if used_by.parent is not None:
-                        pk = (used_by.parent, pname)
-                        usage[pk] = usage.get(pk, 0.0) + share
-            over_quota_weight_from_quota = cfg.over_quota_weight_from_quota
+                _add_usage(session, pool, usage)
+            from_quota = cfg.over_quota_weight_from_quota
+            asked = self._asked(pool.name)
+            # where nothing asks for a resource, every fairshare of it is 0: each queue
+            # gets min(deserved, requested) and nobody asks for more
+            self._nobody_asks(pool.name, [r for r in range(3) if not asked[r]], from_quota)
             for r in range(3):
-                total = pool.capacity.as_tuple()[r]
-                tops = self._claims(departments, pool.name, r, usage, over_quota_weight_from_quota)
-                dept_fair = divide(total, tops, k)
-                for d in departments:
-                    self.fair.setdefault((d.name, pool.name), [0.0, 0.0, 0.0])[r] = dept_fair[
-                        d.name
-                    ]
-                    kids = self.children.get(d.name, [])
-                    kid_fair = divide(
-                        dept_fair[d.name],
-                        self._claims(kids, pool.name, r, usage, over_quota_weight_from_quota),
-                        k,
-                    )
-                    for child in kids:
-                        self.fair.setdefault((child.name, pool.name), [0.0, 0.0, 0.0])[r] = (
-                            kid_fair[child.name]
-                        )
+                if asked[r]:
+                    total = pool.capacity.as_tuple()[r]
+                    self._divide_resource(departments, pool.name, r, total, usage, from_quota, k)
+
+    def _bounds(self, session: Session, pool: str) -> None:
+        """Deserved quota and limit of every queue in `pool`."""
+        for q in session.queues.values():
+            key = (q.name, pool)
+            self.deserved[key] = self.quota_of(q, pool)
+            limit = self.limit[key] = self.limit_of(q, pool)
+            if any(math.isfinite(x) for x in limit):
+                self.limited.add(key)
+
+    def _divide_resource(
+        self,
+        departments: list[QueueSpec],
+        pool: str,
+        r: int,
+        total: float,
+        usage: dict[Key, float],
+        from_quota: bool,
+        k: float | None,
+    ) -> None:
+        """Fairshare of resource `r` of `pool` (`total` of it): to the departments, then
+        each department's to its projects."""
+        dept_fair = divide(total, self._claims(departments, pool, r, usage, from_quota), k)
+        for d in departments:
+            self.fair.setdefault((d.name, pool), [0.0, 0.0, 0.0])[r] = dept_fair[d.name]
+            kids = self.children.get(d.name, [])
+            kid_fair = divide(dept_fair[d.name], self._claims(kids, pool, r, usage, from_quota), k)
+            for child in kids:
+                self.fair.setdefault((child.name, pool), [0.0, 0.0, 0.0])[r] = kid_fair[child.name]
+
+    def _asked(self, pool: str) -> list[bool]:
+        """Per resource: does any queue's workloads ask for some of it in `pool`?"""
+        asked = [False, False, False]
+        for (_, where), vec in self.requested.items():
+            if where == pool:
+                for r in range(3):
+                    asked[r] = asked[r] or vec[r] > EPSILON
+        return asked
+
+    def _nobody_asks(self, pool: str, resources: list[int], from_quota: bool) -> None:
+        """Fairshare 0 and the weight of every queue on `resources` of `pool`, where
+        nothing asks for them (what the division would give, without dividing)."""
+        if not resources:
+            return
+        fair, weight = self.fair, self.weight
+        for d in self._departments:
+            for q in (d, *self.children.get(d.name, ())):
+                key = (q.name, pool)
+                f = fair.setdefault(key, [0.0, 0.0, 0.0])
+                w = weight.setdefault(key, [0.0, 0.0, 0.0])
+                for r in resources:
+                    f[r] = 0.0
+                    w[r] = self._weight(key, q, r, from_quota)
+
+    def _weight(self, key: Key, q: QueueSpec, r: int, from_quota: bool) -> float:
+        """The over-quota weight of queue `q` on resource `r` (its deserved quota where
+        the pool weighs by quota)."""
+        if not from_quota:
+            return q.over_quota_weight
+        deserved = self.deserved[key][r]
+        return deserved if math.isfinite(deserved) else self.deserved[key][0]
 
     def _claims(
         self,
@@ -131,10 +164,7 @@ class QueueFigures:
         for q in queues:
             key = (q.name, pool)
             deserved = self.deserved[key][r]
-            if from_quota:
-                weight = deserved if math.isfinite(deserved) else self.deserved[key][0]
-            else:
-                weight = q.over_quota_weight
+            weight = self._weight(key, q, r, from_quota)
             self.weight.setdefault(key, [0.0, 0.0, 0.0])[r] = weight
             claims.append(
                 ShareClaim(
@@ -149,6 +179,30 @@ class QueueFigures:
                 )
             )
         return claims
+
+
+def _add_usage(session: Session, pool: PoolIndex, usage: dict[Key, float]) -> None:
+    """Add each queue's decayed usage of `pool`, as a share of its decayed capacity, to
+    `usage` (a project's counts for its department too): time-based fairshare."""
+    cfg = pool.config
+    raw = decayed_usage(
+        (u for u in session.snapshot.usage if u.pool == pool.name),
+        session.now,
+        cfg.time_based_window,
+        cfg.time_based_half_life,
+    )
+    denom = decayed_capacity_seconds(
+        pool.capacity.gpus, cfg.time_based_window, cfg.time_based_half_life
+    )
+    for (qname, pname), value in raw.items():
+        used_by = session.queues.get(qname)
+        if used_by is None or denom <= EPSILON:
+            continue
+        share = value / denom
+        usage[(qname, pname)] = usage.get((qname, pname), 0.0) + share
+        if used_by.parent is not None:
+            pk = (used_by.parent, pname)
+            usage[pk] = usage.get(pk, 0.0) + share
 
 
 def _requested(session: Session) -> dict[Key, Vec]:

@@ -38,15 +38,20 @@ many times over (KAI's penalty for using resources without an allocatable share)
 
 def _part(used: float, whole: float) -> float:
     """The share `used` is of `whole`, what a queue is entitled to of one resource (see
-    ProportionPlugin._entitled_to): 0 where that is not measured, and a heavy penalty
+    ProportionPlugin._entitled_of): 0 where that is not measured, and a heavy penalty
     for using a resource it is entitled to none of."""
     if whole > EPSILON:
         return used / whole if whole != UNLIMITED else 0.0
     return used * _NO_SHARE if used > EPSILON else 0.0
 
 
+_ZERO_RESOURCES = Resources(0.0, 0.0, 0.0)
+
+
 def _res(v: Iterable[float]) -> Resources:
     g, c, m = v
+    if g == 0.0 and c == 0.0 and m == 0.0:
+        return _ZERO_RESOURCES  # most queues of most pools (Resources is immutable)
     return Resources(g, c, m)
 
 
@@ -79,7 +84,7 @@ class ProportionPlugin(Plugin):
         self._acc_np = session.acc_np
         self._fair = figures.fair
         self._deserved = figures.deserved
-        self._entitled = self._entitled_to(session)
+        self._entitled = {}
 
     def on_session_close(self) -> None:
         self._session = None
@@ -107,13 +112,13 @@ class ProportionPlugin(Plugin):
         (smaller first; FORMAT v1.2's queue order, one level of the tree): within its
         fairshare, then within its deserved quota (with `extra`), higher rank; then a
         queue entitled to none of a resource `w` asks for comes last; then the share of
-        what it is entitled to (see _entitled_to) with `extra`, the same share without
+        what it is entitled to (see _entitled_of) with `extra`, the same share without
         it, the smaller entitlement, and the older queue."""
         key = (queue, pool)
         acc = self._acc.get(key, _ZERO)
         fair = self._fair.get(key, _ZERO)
         des = self._deserved.get(key, _ZERO)
-        ent = self._entitled.get(key, _NOT_MEASURED)
+        ent = self._entitled.get(key) or self._entitled_of(key)
         over = outside = unentitled = False
         share = share_without = 0.0
         for i in (0, 1, 2):
@@ -160,7 +165,7 @@ class ProportionPlugin(Plugin):
         key = (queue, pool)
         acc = self._acc.get(key, _ZERO)
         des = self._deserved.get(key, (0.0, UNLIMITED, UNLIMITED))
-        ent = self._entitled.get(key, _NOT_MEASURED)
+        ent = self._entitled.get(key) or self._entitled_of(key)
         over_des = any(math.isfinite(des[i]) and acc[i] > des[i] + EPSILON for i in range(3))
         after = max(_part(acc[i] - minus[i], ent[i]) for i in range(3))
         now = max(_part(acc[i], ent[i]) for i in range(3))
@@ -174,19 +179,20 @@ class ProportionPlugin(Plugin):
             -(q.creation_order if q else 0),
         )
 
-    def _entitled_to(self, session: Session) -> dict[Key, tuple[float, float, float]]:
-        """What each queue is entitled to per resource, the measure of queue order:
-        min(max(deserved, fairshare), limit), the pool's capacity where that is
-        unlimited (UNLIMITED where the capacity is too: not measured)."""
-        figures = self.figures
-        entitled: dict[Key, tuple[float, float, float]] = {}
-        for key, fair in self._fair.items():
-            des = self._deserved[key]
-            lim = figures.limit[key]
-            cap = session.pools[key[1]].capacity.as_tuple()
-            whole = [min(max(des[i], fair[i]), lim[i]) for i in range(3)]
-            g, c, m = (whole[i] if math.isfinite(whole[i]) else cap[i] for i in range(3))
-            entitled[key] = (g, c, m)
+    def _entitled_of(self, key: Key) -> tuple[float, float, float]:
+        """What queue and pool `key` is entitled to per resource, the measure of queue
+        order: min(max(deserved, fairshare), limit), the pool's capacity where that is
+        unlimited (UNLIMITED where the capacity is too: not measured). Worked out when
+        first asked for (a cycle orders the queues of few pools) and kept."""
+        fair = self._fair.get(key)
+        if fair is None:
+            return _NOT_MEASURED
+        des = self._deserved[key]
+        lim = self.figures.limit[key]
+        cap = self.session.pools[key[1]].capacity.as_tuple()
+        whole = [min(max(des[i], fair[i]), lim[i]) for i in range(3)]
+        g, c, m = (whole[i] if math.isfinite(whole[i]) else cap[i] for i in range(3))
+        entitled = self._entitled[key] = (g, c, m)
         return entitled
 
     def queue_order_inputs(self, queue: str, pool: str) -> object:

@@ -9,7 +9,6 @@ flood only to leave them out."""
 
 from __future__ import annotations
 
-import heapq
 from datetime import datetime
 from typing import Any
 
@@ -32,9 +31,9 @@ ORDER = ("submitted_at", "pk")
 def read_hot(
     now: datetime, known: Any, mark: Mark | None, new_limit: int | None
 ) -> tuple[list[tuple[Any, ...]], int, Mark | None]:
-    """(rows of HOT_FIELDS in order of submission, how many waiting workloads were left
-    for later, the new mark). `known`: the workloads read before (a container of pks);
-    without `new_limit` every active workload is read and there is no mark."""
+    """(rows of HOT_FIELDS in order of submission, the new ones last; how many waiting
+    workloads were left for later; the new mark). `known`: the workloads read before (a
+    container of pks); without `new_limit` every active workload is read, no mark."""
     active = Workload.objects.filter(status__in=ACTIVE_STATES).exclude(
         # backing off after a failed run: not scheduled before its retry time
         status=WorkloadStatus.PENDING,
@@ -45,18 +44,21 @@ def read_hot(
     later = Q(status=WorkloadStatus.PENDING)
     if mark is not None:
         later &= Q(submitted_at__gt=mark[0]) | Q(submitted_at=mark[0], pk__gt=mark[1])
-    fields = (*HOT_FIELDS, "submitted_at")
-    older = list(active.exclude(later).order_by(*ORDER).values_list(*fields))
+    older = list(active.exclude(later).order_by(*ORDER).values_list(*HOT_FIELDS))
     # waiting workloads up to the mark that are new all the same (their retry time came,
     # or their submission committed late) count against the bound first
     new_older = sum(1 for row in older if row[2] == WorkloadStatus.PENDING and row[0] not in known)
     room = max(new_limit - new_older, 0)
-    newer = list(active.filter(later).order_by(*ORDER).values_list(*fields)[: room + 1])
+    newer = list(
+        active.filter(later).order_by(*ORDER).values_list(*HOT_FIELDS, "submitted_at")[: room + 1]
+    )
     unseen = 0
     if len(newer) > room:
         newer = newer[:room]
         unseen = active.filter(later).count() - room
     if newer:
         mark = (newer[-1][-1], newer[-1][0])
-    rows = heapq.merge(older, newer, key=lambda row: (row[-1], row[0]))
-    return [row[:-1] for row in rows], unseen, mark
+    # the waiting ones read before all come before the new ones (the order the engine
+    # is given does not decide anything: it orders jobs by their own keys)
+    older.extend(row[:-1] for row in newer)
+    return older, unseen, mark

@@ -73,6 +73,7 @@ class QueueFigures:
     def _divide(self, session: Session, departments: list[QueueSpec]) -> None:
         """Deserved, limit and fairshare of every queue and pool."""
         usage: dict[Key, float] = {}
+        asked_in = self._asked()
         for pool in session.pools.values():
             self._bounds(session, pool.name)
             cfg = pool.config
@@ -81,7 +82,7 @@ class QueueFigures:
                 k = cfg.time_based_k
                 _add_usage(session, pool, usage)
             from_quota = cfg.over_quota_weight_from_quota
-            asked = self._asked(pool.name)
+            asked = asked_in.get(pool.name, (False, False, False))
             # where nothing asks for a resource, every fairshare of it is 0: each queue
             # gets min(deserved, requested) and nobody asks for more
             self._nobody_asks(pool.name, [r for r in range(3) if not asked[r]], from_quota)
@@ -119,13 +120,13 @@ class QueueFigures:
             for child in kids:
                 self.fair.setdefault((child.name, pool), [0.0, 0.0, 0.0])[r] = kid_fair[child.name]
 
-    def _asked(self, pool: str) -> list[bool]:
-        """Per resource: does any queue's workloads ask for some of it in `pool`?"""
-        asked = [False, False, False]
-        for (_, where), vec in self.requested.items():
-            if where == pool:
-                for r in range(3):
-                    asked[r] = asked[r] or vec[r] > EPSILON
+    def _asked(self) -> dict[str, list[bool]]:
+        """Per pool and resource: does any queue's workloads ask for some of it there?"""
+        asked: dict[str, list[bool]] = {}
+        for (_, pool), vec in self.requested.items():
+            flags = asked.setdefault(pool, [False, False, False])
+            for r in range(3):
+                flags[r] = flags[r] or vec[r] > EPSILON
         return asked
 
     def _nobody_asks(self, pool: str, resources: list[int], from_quota: bool) -> None:

@@ -205,3 +205,42 @@ def test_time_based_usage_of_the_whole_pool_for_the_whole_window_is_one() -> Non
     result = run_cycle(snap)
     assert _gpus(result, "busy") == pytest.approx(0)
     assert _gpus(result, "idle") == pytest.approx(8)
+
+
+# ------------------------------------------------------------ pools nothing asks for
+@pytest.mark.parametrize("from_quota", [False, True])
+def test_a_pool_nothing_asks_for_gets_the_figures_the_division_would_give(monkeypatch, from_quota):
+    """Where no workload asks for a resource of a pool, every queue's fairshare of it is
+    0 and its weight is what the division would record, without dividing (a large
+    cluster's idle pools would otherwise be divided every cycle for nothing)."""
+    from scheduler_core.engine.framework.session import Session
+    from scheduler_core.engine.plugins.proportion.figures import QueueFigures
+
+    pools = [
+        PoolConfig(name="default", over_quota_weight_from_quota=from_quota),
+        PoolConfig(name="idle", over_quota_weight_from_quota=from_quota),
+    ]
+    snap = snapshot(
+        [node("n1"), node("n2", pool="idle")],
+        [
+            dept("org", 6),
+            project("a", gpus=2, over_quota_weight=3),
+            project("b", gpus=4, over_quota_weight=0),
+            QueueSpec(name="c", parent="org", quota={}, over_quota_weight=2),
+        ],
+        [
+            workload("w", project="a", gpus=3, pools=("default",)),
+            workload("x", project="b", gpus=1, cpu=2.0, pools=("default",)),
+        ],
+        pools=pools,
+    )
+    session = Session(snap)
+    quick = QueueFigures(session)
+    assert "idle" not in quick._asked()  # the quick way was taken there
+    monkeypatch.setattr(
+        QueueFigures, "_asked", lambda self: {p.name: [True, True, True] for p in pools}
+    )
+    divided = QueueFigures(session)
+    assert quick.fair == divided.fair and quick.weight == divided.weight
+    assert quick.fair[("a", "idle")] == [0.0, 0.0, 0.0]
+    assert quick.fair[("a", "default")][0] > 0

@@ -136,8 +136,8 @@ def test_the_panel_costs_a_constant_number_of_queries(
 
 QUERIES = 19
 """The session and user (2), the edited row: its pool, owner and figures (4), the live
-snapshot as the loop reads it (11, with savepoints: the nodes in two), the viewer's projects and departments
-(2); the engine itself queries nothing."""
+snapshot as the loop reads it (11, with savepoints: the nodes in two), the viewer's
+projects and departments (2); the engine itself queries nothing."""
 
 
 @pytest.fixture

@@ -31,14 +31,11 @@ class QueueFigures:
     over-quota weight per resource) and `fair` (fairshare); `limited` holds the keys
     with a finite limit on some resource."""
 
-    __slots__ = (
-        "_departments", "children", "deserved", "fair", "limit", "limited", "requested", "weight",
-    )  # fmt: skip
+    __slots__ = ("children", "deserved", "fair", "limit", "limited", "requested", "weight")
 
     def __init__(self, session: Session) -> None:
         queues = session.snapshot.queues
         departments = [q for q in queues if q.parent is None]
-        self._departments = departments
         self.children: dict[str, list[QueueSpec]] = {d.name: [] for d in departments}
         for q in queues:
             if q.parent is not None:
@@ -85,7 +82,8 @@ class QueueFigures:
             asked = asked_in.get(pool.name, (False, False, False))
             # where nothing asks for a resource, every fairshare of it is 0: each queue
             # gets min(deserved, requested) and nobody asks for more
-            self._nobody_asks(pool.name, [r for r in range(3) if not asked[r]], from_quota)
+            idle = [r for r in range(3) if not asked[r]]
+            self._nobody_asks(departments, pool.name, idle, from_quota)
             for r in range(3):
                 if asked[r]:
                     total = pool.capacity.as_tuple()[r]
@@ -129,13 +127,15 @@ class QueueFigures:
                 flags[r] = flags[r] or vec[r] > EPSILON
         return asked
 
-    def _nobody_asks(self, pool: str, resources: list[int], from_quota: bool) -> None:
+    def _nobody_asks(
+        self, departments: list[QueueSpec], pool: str, resources: list[int], from_quota: bool
+    ) -> None:
         """Fairshare 0 and the weight of every queue on `resources` of `pool`, where
         nothing asks for them (what the division would give, without dividing)."""
         if not resources:
             return
         fair, weight = self.fair, self.weight
-        for d in self._departments:
+        for d in departments:
             for q in (d, *self.children.get(d.name, ())):
                 key = (q.name, pool)
                 f = fair.setdefault(key, [0.0, 0.0, 0.0])

@@ -183,8 +183,23 @@ def _report_gaps(conn: psycopg.Connection[Any], cut: Any) -> float:
     return statistics.mean(running)
 
 
+def _log_troubles(output: str) -> str:
+    """What went wrong in the product while it ran, counted from its log."""
+    return (
+        f"the product's log: {output.count('Traceback')} tracebacks, "
+        f"{output.count('deadlock detected')} deadlocks, "
+        f"{output.count('agent connection closed')} agent connections closed by the server"
+    )
+
+
 def run(
-    workloads: int, agents: int, gpus: int, command: str, keep: bool = False, web: int = 3
+    workloads: int,
+    agents: int,
+    gpus: int,
+    command: str,
+    keep: bool = False,
+    web: int = 3,
+    product_log: Path | None = None,
 ) -> int:
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith("postgres"):
@@ -230,9 +245,12 @@ def run(
                    GOAL_IDLE_P50))  # fmt: skip
         print(goal("idle cluster submit -> running p95 (s)", percentile(idle, 0.95),
                    GOAL_IDLE_P95))  # fmt: skip
+        print(_log_troubles(stack.product_output()))
         return 0
     finally:
         stack.stop()
+        if product_log is not None:
+            product_log.write_text(stack.product_output())
         if keep:
             print(f"database kept: {database}")
         else:
@@ -248,8 +266,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--command", default="true")
     parser.add_argument("--keep-database", action="store_true", help="to look into it after")
     parser.add_argument("--web", type=int, default=3, help="web processes (WEB_CONCURRENCY)")
+    parser.add_argument("--product-log", type=Path, help="write the product's output there")
     args = parser.parse_args(argv)
-    return run(args.workloads, args.agents, args.gpus, args.command, args.keep_database, args.web)
+    return run(
+        args.workloads, args.agents, args.gpus, args.command, args.keep_database, args.web,
+        args.product_log,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

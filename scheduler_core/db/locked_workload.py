@@ -50,5 +50,5 @@ LOCKED_FIELDS = tuple(f.name for f in fields(LockedWorkload))
 
 def lock_workloads(queryset: QuerySet) -> list[LockedWorkload]:
     """The workloads of `queryset`, locked (select_for_update) in primary key order."""
-    rows = queryset.select_for_update().order_by("pk").values_list(*LOCKED_FIELDS)
+    rows = queryset.select_for_update(no_key=True).order_by("pk").values_list(*LOCKED_FIELDS)
     return [LockedWorkload(*row) for row in rows]

@@ -173,24 +173,39 @@ def _nodes_of(backend: str, runs: set[int]) -> set[int]:
     )
 
 
-def _reconcile_node(node_id: int, work: _Pass, report: ReconcileReport, resend: set[int]) -> None:
+def lock_node(node_id: int, backend: str) -> tuple[Node, list[PodRun]] | None:
+    """Node `node_id` of `backend`'s pools and its live runs, locked for this transaction
+    (None: no such node). The locks keep the rows' keys shareable: an agent's usage
+    samples and events that refer to the node or a run still commit meanwhile (with full
+    locks they waited, and a reconcile waiting in turn for a run such a commit had
+    locked was a deadlock)."""
     node = (
-        Node.objects.select_for_update(of=("self",))
+        Node.objects.select_for_update(of=("self",), no_key=True)
         .select_related("pool")
-        .filter(pk=node_id, pool__backend=work.executor.backend)
+        .filter(pk=node_id, pool__backend=backend)
         .first()
     )
     if node is None:
-        return
+        return None
     live = list(
-        PodRun.objects.select_for_update()
+        PodRun.objects.select_for_update(no_key=True)
         .filter(node=node, state__in=LIVE_RUN_STATES)
         .order_by("pk")
     )
+    return node, live
+
+
+def _reconcile_node(node_id: int, work: _Pass, report: ReconcileReport, resend: set[int]) -> None:
+    locked = lock_node(node_id, work.executor.backend)
+    if locked is None:
+        return
+    node, live = locked
     _stop_unwanted(node, live, work, report)
     if node.state == NodeState.DOWN:
         return  # its runs are lost; its allocations are gone or going
-    allocations = list(Allocation.objects.select_for_update().filter(node=node).order_by("pk"))
+    allocations = list(
+        Allocation.objects.select_for_update(no_key=True).filter(node=node).order_by("pk")
+    )
     started = set(
         PodRun.objects.filter(allocation__in=allocations).values_list("allocation_id", flat=True)
     )

@@ -221,7 +221,7 @@ def agent_register(
     errors.raise_if_any()
     with transaction.atomic():
         token = _usable_join_token(join_token)
-        node = Node.objects.select_for_update().filter(name=hostname).first()
+        node = Node.objects.select_for_update(no_key=True).filter(name=hostname).first()
         if node is not None and node.pool_id != token.pool_id:
             raise Conflict(
                 {"hostname": f"a node named {hostname!r} exists in another pool ({node.pool})"}
@@ -268,7 +268,7 @@ def node_update_facts(*, node: Node, facts: NodeFacts, max_epoch: int = 0) -> No
     _check_facts(errors, facts)
     errors.raise_if_any()
     with transaction.atomic():
-        node = Node.objects.select_for_update().select_related("pool").get(pk=node.pk)
+        node = Node.objects.select_for_update(no_key=True).select_related("pool").get(pk=node.pk)
         before = (node.gpu_count, node.cpu, node.memory, dict(node.labels or {}))
         _apply_facts(node, facts)
         if isinstance(max_epoch, int) and max_epoch > node.last_epoch:
@@ -367,7 +367,7 @@ def _node_run(node: Node, run_id: Any, *, lock: bool = False) -> PodRun:
         raise ReportRefused(protocol.ERR_MALFORMED, f"run must be an integer, got {run_id!r}")
     runs = PodRun.objects.select_related("workload")
     if lock:
-        runs = runs.select_for_update()
+        runs = runs.select_for_update(no_key=True)
     run = runs.filter(pk=run_id, node=node).first()
     if run is None:
         raise ReportRefused(protocol.ERR_UNKNOWN_RUN, f"no run {run_id} on node {node.name}")

@@ -127,7 +127,7 @@ def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload
     """
     workload_ids = set(Allocation.objects.filter(node=node).values_list("workload_id", flat=True))
     workloads = list(
-        Workload.objects.select_for_update().filter(pk__in=workload_ids).order_by("pk")
+        Workload.objects.select_for_update(no_key=True).filter(pk__in=workload_ids).order_by("pk")
     )
     now = timezone.now()
     cause = Cause.FAULT if fault else Cause.DRAINED
@@ -139,7 +139,7 @@ def evict_pods_on_node(node: Node, *, reason: str, fault: bool) -> list[Workload
 def _set_state(node: Node, state: str, reason: str, *, silent: bool = False) -> Node:
     """Write a node's new state and its NODE_STATE event (`silent`: the liveness check
     made the change because the node's agent fell silent, not an admin)."""
-    node = Node.objects.select_for_update().get(pk=node.pk)
+    node = Node.objects.select_for_update(no_key=True).get(pk=node.pk)
     node.state = state
     node.save(update_fields=["state"])
     details: dict[str, Any] = {"state": state, "node": node.name}
@@ -219,7 +219,7 @@ def _leave_ready(node: Node, state: str, reason: str) -> Node:
     """A ready node goes to `state` without a person's say (its pods kept); a node in
     any other state keeps it."""
     with transaction.atomic():
-        locked = Node.objects.select_for_update().get(pk=node.pk)
+        locked = Node.objects.select_for_update(no_key=True).get(pk=node.pk)
         if locked.state != NodeState.READY:
             return locked
         node = _set_state(locked, state, reason, silent=True)
@@ -232,7 +232,7 @@ def node_mark_reachable(*, node: Node, reason: str) -> Node:
     drained is fine again: the node takes pods again. A node in any other state
     (cordoned by an admin, marked down by one) keeps it."""
     with transaction.atomic():
-        locked = Node.objects.select_for_update().get(pk=node.pk)
+        locked = Node.objects.select_for_update(no_key=True).get(pk=node.pk)
         back = locked.state == NodeState.UNREACHABLE or (
             locked.state in (NodeState.DOWN, NodeState.CORDONED)
             and _set_by_executor(locked, locked.state)

@@ -81,7 +81,7 @@ def workloads_complete(
     with transaction.atomic():
         workloads = [
             w
-            for w in Workload.objects.select_for_update()
+            for w in Workload.objects.select_for_update(no_key=True)
             .filter(pk__in=list(wanted), status__in=PLACED_STATES)
             .order_by("pk")
             .only(*COMPLETION_FIELDS)
@@ -133,7 +133,7 @@ def workload_complete(*, workload: Workload, at: datetime | None = None) -> Work
 def workload_fail(*, workload: Workload, reason: str, at: datetime | None = None) -> Workload:
     """The runtime reports that a workload failed for good (its pods are freed)."""
     with transaction.atomic():
-        workload = Workload.objects.select_for_update().get(pk=workload.pk)
+        workload = Workload.objects.select_for_update(no_key=True).get(pk=workload.pk)
         if workload.status not in (*PLACED_STATES, WorkloadStatus.PENDING):
             raise ValidationError(
                 {

@@ -244,7 +244,7 @@ def _name_taken(request: WorkloadRequest) -> str:
 
 def _locked(workload: Workload) -> Workload:
     return (
-        Workload.objects.select_for_update()
+        Workload.objects.select_for_update(no_key=True)
         .select_related("project__department")
         .get(pk=workload.pk)
     )

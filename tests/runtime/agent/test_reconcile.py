@@ -4,9 +4,12 @@ runs still wanted (docs/agent.md, "Desired and actual state: reconcile")."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
+import pytest
 from django.core.cache import cache
+from django.db import connection, transaction
 from django.utils import timezone
 
 from scheduler_core.choices import WorkloadStatus
@@ -14,8 +17,10 @@ from scheduler_core.loop import triggers
 from scheduler_core.loop.cycle import run_cycle, run_scheduling_loop
 from scheduler_core.models import Node
 from scheduler_core.models.agents import PodRunState
-from scheduler_core.runtime.reconcile import reconcile
+from scheduler_core.runtime.reconcile import lock_node, reconcile
 from scheduler_core.runtime.tick import tick
+from scheduler_core.schemas.agents import GpuUsage, RunUsage
+from scheduler_core.services.agents import record_usage
 from tests import factories
 from tests.runtime.agent.conftest import assert_no_device_held_twice, runs_of
 
@@ -225,3 +230,49 @@ def test_a_freed_gpu_starts_the_next_pod_from_the_exit_report(
     (placed,) = runs_of(waiting)
     assert start.body["run"] == placed.pk and placed.node_id == run.node_id
     assert _reload(waiting).status == WorkloadStatus.STARTING
+
+
+def _in_thread(fn) -> threading.Thread:
+    def target():
+        try:
+            fn()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_usage_report_commits_while_its_node_is_being_reconciled(agents, submit):
+    """While a reconcile holds a node and its live runs, the node's agent reports usage
+    (rows that refer to both) and its report is stored at once. With full row locks the
+    report waited for the reconcile, and when the reconcile then waited for a run that
+    such a commit had locked, PostgreSQL broke the deadlock by failing one of them (an
+    agent's connection was closed, or the cycle's starts were not sent)."""
+    workload = submit("train")
+    agents.cycle()
+    run = runs_of(workload)[0]
+    held, release = threading.Event(), threading.Event()
+
+    def reconciling():
+        with transaction.atomic():
+            assert lock_node(run.node_id, run.node.pool.backend) is not None
+            held.set()
+            release.wait(10)
+
+    reconciler = _in_thread(reconciling)
+    assert held.wait(10)
+
+    def reporting():
+        gpus, runs = [GpuUsage(index=0, utilization=50.0)], [RunUsage(run=run.pk, cpu_percent=10)]
+        record_usage(node=run.node, at=timezone.now(), gpus=gpus, runs=runs)
+
+    reporter = _in_thread(reporting)
+    reporter.join(5)
+    stored_meanwhile = not reporter.is_alive()
+    release.set()
+    reconciler.join(10)
+    reporter.join(10)
+    assert stored_meanwhile, "the usage report waited for the node's reconcile to end"

@@ -57,6 +57,7 @@ from fairway_agent.protocol import ProtocolError
 from fairway_agent.protocol import loads as bounded_json
 
 from scheduler_core import access
+from scheduler_core.db.consumer_dispatch import DirectDispatch
 from scheduler_core.live_events import watched_groups
 from scheduler_core.live_events.other_side import as_seen_by
 from scheduler_core.live_events.recording import CLUSTER_GROUP, session_digest, user_group
@@ -193,7 +194,7 @@ def _existing(queryset, items: list[tuple[str, int]]) -> set[int]:
     return set(queryset.filter(pk__in=[pk for _, pk in items]).values_list("pk", flat=True))
 
 
-class EventsConsumer(AsyncJsonWebsocketConsumer):
+class EventsConsumer(DirectDispatch, AsyncJsonWebsocketConsumer):
     """One connection of one browser tab: explicit subscriptions, checked group by group."""
 
     async def connect(self) -> None:

@@ -41,6 +41,7 @@ from django.utils.dateparse import parse_datetime
 from fairway_agent import protocol
 from redis.exceptions import RedisError
 
+from scheduler_core.db.consumer_dispatch import DirectDispatch
 from scheduler_core.models import Node, PodRun
 from scheduler_core.runtime.executors.agent import reports
 from scheduler_core.schemas.agents import BODIES, MAX_REASON, HelloIn, LogIn, RunStateIn, UsageIn
@@ -107,7 +108,7 @@ def _body(frame: dict[str, Any]) -> Any:
         raise protocol.ProtocolError(protocol.ERR_MALFORMED, f"{frame['type']}: {exc}") from None
 
 
-class AgentConsumer(AsyncWebsocketConsumer):
+class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
     """One node agent's connection (module docstring)."""
 
     node: Node | None = None

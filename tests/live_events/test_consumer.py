@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
-from django.db import transaction
+from django.db import connection, transaction
 
 from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.live_events.recording import event_record
@@ -131,6 +134,39 @@ def test_an_event_reaches_a_subscribed_browser_after_commit(cluster, open_socket
         assert payload["workload"]["nodes"] == ["gpu-1", "gpu-2"]
         assert "queue_position" in payload["workload"]
         assert payload["workload"]["preemptions"] == 0
+        await ws.disconnect()
+
+    run(body)
+
+
+def record_elsewhere(**kwargs):
+    """Record an event from a thread of its own (its own database connection)."""
+    try:
+        return record(**kwargs)
+    finally:
+        connection.close()
+
+
+def test_an_event_reaches_a_browser_while_the_database_thread_is_busy(cluster, open_socket):
+    """Database work of other connections (here a call that holds the process's database
+    thread) does not hold up the live events of a page."""
+    workload = factories.running_workload(cluster["vision"], cluster["nodes"], name="train")
+
+    async def body():
+        ws = await connect(open_socket, cluster["researcher"])
+        await subscribe(ws, [f"workload-{workload.pk}"])
+        release = threading.Event()
+        busy = asyncio.ensure_future(database_sync_to_async(release.wait)(10))
+        try:
+            await sync_to_async(record_elsewhere, thread_sensitive=False)(
+                type=EventType.ALLOCATED, workload=workload, pool=cluster["pool"],
+                reason="started",
+            )  # fmt: skip
+            message = await ws.receive_json_from(timeout=2)
+            assert message["type"] == "event" and message["event"]["reason"] == "started"
+        finally:
+            release.set()
+            await busy
         await ws.disconnect()
 
     run(body)

@@ -4,7 +4,10 @@ and messages the server sends to a node."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import json
+import threading
 import uuid
 
 import pytest
@@ -140,6 +143,28 @@ def test_another_protocol_version_is_closed_with_4400(register):
         await agent.send_raw('{"v": 2, "seq": 1, "type": "hello"}')
         assert (await agent.receive())["code"] == protocol.ERR_VERSION
         assert await agent.closed_with() == protocol.CLOSE_VERSION
+
+    run(body)
+
+
+def test_a_frame_is_answered_while_the_database_thread_is_busy(register):
+    """Another connection's database work (here a call that holds the process's database
+    thread, as a burst of reports does) does not hold up this agent's frames: a bad frame
+    is answered at once, not once the thread is free."""
+    node, token = register()
+
+    async def body():
+        agent = await greeted(token, node)
+        release = threading.Event()
+        busy = asyncio.ensure_future(database_sync_to_async(release.wait)(10))
+        try:
+            await agent.send_raw("{not json")
+            answer = json.loads(await agent.ws.receive_from(timeout=2))
+            assert answer["code"] == protocol.ERR_MALFORMED
+        finally:
+            release.set()
+            await busy
+        await agent.close()
 
     run(body)
 

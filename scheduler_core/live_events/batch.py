@@ -64,10 +64,12 @@ class EventBatch:
         reason: str = "",
         details: dict[str, Any] | None = None,
         nodes: list[str] | None = None,
+        at: datetime | None = None,
     ) -> None:
-        """Add one event; `nodes` (one name per pod) goes into the workload's state."""
+        """Add one event (at the batch's time unless `at` says when it happened); `nodes`
+        (one name per pod) goes into the workload's state."""
         event = EventRow(
-            created_at=self.at,
+            created_at=at or self.at,
             type=type,
             workload_id=workload.pk if workload is not None else None,
             project_id=project_id or (workload.project_id if workload is not None else None),

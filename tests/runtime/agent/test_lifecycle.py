@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from scheduler_core.choices import EventType, WorkloadStatus
 from scheduler_core.models import Allocation, SchedulingEvent, Workload
 from scheduler_core.models.agents import PodRunState
+from scheduler_core.runtime.executors.agent import reports
 from scheduler_core.services.workloads import workload_cancel
 from tests.runtime.agent.conftest import assert_no_device_held_twice, runs_of
 
@@ -203,3 +206,49 @@ def run_cycle_at(now):
     from scheduler_core.loop.cycle import run_cycle
 
     return run_cycle(now=now)
+
+
+def _reports_together(agents, runs, states) -> int:
+    """Each run's reports `states` (`running`, `exited`) reaching the server together, as
+    frames that arrive while earlier ones are stored do; returns the queries they took."""
+    node = runs[0].node
+    batch = [
+        reports.RunState(
+            run=r.pk, epoch=r.epoch, state=state, exit_code=0 if state == "exited" else None,
+            signal=None, reason=None, at=timezone.now(),
+        )
+        for r in runs
+        for state in states
+    ]  # fmt: skip
+    with CaptureQueriesContext(connection) as queries:
+        agents.settle(reports.runs_reported, node=node, states=batch)
+    return len(queries)
+
+
+def test_reports_that_arrive_together_are_stored_together(agents, submit, agent_cluster):
+    """A batch of reports takes the same queries however many runs it is about: one
+    transaction, each step done for every run at once; every workload still runs, then
+    completes, with its own events."""
+    node = agent_cluster["nodes"][0]
+    few = [submit(f"few-{i}") for i in range(1)]
+    many = [submit(f"many-{i}") for i in range(3)]
+    agents.cycle()
+    on_node = [r for w in few + many for r in runs_of(w) if r.node_id == node.pk]
+    runs_few = [r for r in on_node if r.workload_id in {w.pk for w in few}]
+    runs_many = [r for r in on_node if r.workload_id in {w.pk for w in many}]
+    assert len(runs_few) == 1 and len(runs_many) == 3  # the first node takes four pods
+
+    assert _reports_together(agents, runs_many, ["running"]) == _reports_together(
+        agents, runs_few, ["running"]
+    )
+    assert all(_reload(w).status == WorkloadStatus.RUNNING for w in few + many)
+    assert _reports_together(agents, runs_many, ["exited"]) == _reports_together(
+        agents, runs_few, ["exited"]
+    )
+    for w in few + many:
+        assert _reload(w).status == WorkloadStatus.COMPLETED
+        types = list(
+            SchedulingEvent.objects.filter(workload=w).order_by("pk").values_list("type", flat=True)
+        )
+        assert types.count(EventType.RUNNING) == 1 and types[-1] == EventType.COMPLETED
+    assert not Allocation.objects.filter(workload__in=few + many).exists()

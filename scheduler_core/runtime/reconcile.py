@@ -98,11 +98,13 @@ def reconcile(
     node_ids: Iterable[int] | None = None,
     resend: Iterable[int] = (),
     backends: Iterable[str] | None = None,
+    placed_before: datetime | None = None,
 ) -> ReconcileReport:
     """Start what is placed and not started, stop what runs and is no longer placed, on
     every node with work of every executor that runs processes (only `node_ids`, only
-    the pools of `backends`, when given); runs `resend` (starting, never reported: their
-    executor lost their start) are handed to `start` again."""
+    the pools of `backends`, when given; only nodes with a start owed since before
+    `placed_before` or a stop owed, when that is given); runs `resend` (starting, never
+    reported: their executor lost their start) are handed to `start` again."""
     report = ReconcileReport()
     wanted = None if node_ids is None else set(node_ids)
     running = registry.backends_without(Capability.KNOWS_RUN_ENDS)
@@ -113,7 +115,8 @@ def reconcile(
         again = set(resend)
         if wanted is None and has(executor, Capability.RESENDS_STARTS):
             again |= _unanswered_starts(backend, timezone.now())
-        for node_id in sorted(_nodes_with_work(backend, wanted) | _nodes_of(backend, again)):
+        owed = _nodes_with_work(backend, wanted, placed_before)
+        for node_id in sorted(owed | _nodes_of(backend, again)):
             work = _Pass(executor)
             with _send_lock(node_id):
                 with transaction.atomic():
@@ -149,8 +152,12 @@ def _unanswered_starts(backend: str, now: datetime) -> set[int]:
     )  # fmt: skip
 
 
-def _nodes_with_work(backend: str, wanted: set[int] | None) -> set[int]:
+def _nodes_with_work(
+    backend: str, wanted: set[int] | None, placed_before: datetime | None = None
+) -> set[int]:
     starts = Allocation.objects.filter(node__pool__backend=backend, runs__isnull=True)
+    if placed_before is not None:
+        starts = starts.filter(created_at__lt=placed_before)
     stops = PodRun.objects.filter(
         node__pool__backend=backend, state__in=LIVE_RUN_STATES, allocation__isnull=True,
         stop_sent_at__isnull=True,

@@ -25,6 +25,10 @@ from scheduler_core.runtime.reconcile import reconcile
 
 logger = logging.getLogger(__name__)
 
+OWED_AFTER = 2.0
+"""Seconds after its placement that a pod's start counts as owed to the tick's reconcile
+(before that, the reconcile after its cycle's commit sends it)."""
+
 
 def prune_history(now: datetime) -> None:
     """Drop cycle records and idempotency keys past their retention, and usage older than
@@ -94,7 +98,10 @@ def tick(now: datetime | None = None) -> TickReport:
         except Exception:  # one executor's outage (Slurm unreachable) stops no other's tick
             logger.exception("the %s executor failed to observe its runs", executor.backend)
             report.failed.append(executor.backend)
-    reconcile()  # a safety net: starts and stops that a lost message or a crash left owed
+    # A safety net: starts and stops that a lost message or a crash left owed. Pods placed
+    # within the last OWED_AFTER seconds are the cycle's to start: in a burst every node
+    # has some, and reconciling all of them every second doubled the cycles' own work.
+    reconcile(placed_before=now - timedelta(seconds=OWED_AFTER))
     if _prune_now():
         prune_history(now)
     return report

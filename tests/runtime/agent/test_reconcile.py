@@ -18,7 +18,7 @@ from scheduler_core.loop.cycle import run_cycle, run_scheduling_loop
 from scheduler_core.models import Node
 from scheduler_core.models.agents import PodRunState
 from scheduler_core.runtime.reconcile import lock_node, reconcile
-from scheduler_core.runtime.tick import tick
+from scheduler_core.runtime.tick import OWED_AFTER, tick
 from scheduler_core.schemas.agents import GpuUsage, RunUsage
 from scheduler_core.services.agents import record_usage
 from tests import factories
@@ -276,3 +276,17 @@ def test_a_usage_report_commits_while_its_node_is_being_reconciled(agents, submi
     reconciler.join(10)
     reporter.join(10)
     assert stored_meanwhile, "the usage report waited for the node's reconcile to end"
+
+
+def test_the_tick_sends_only_the_starts_a_cycle_left_owed(agents, agent_cluster, settings):
+    """A pod placed a moment ago is its cycle's to start (the reconcile after its commit):
+    the runtime tick leaves it alone, so in a burst it does not redo every cycle's work;
+    one placed OWED_AFTER seconds ago or more, that no start went out for (the worker
+    died after the commit, say), the tick starts."""
+    settings.AGENT_UNREACHABLE_AFTER = settings.AGENT_LOST_AFTER = 10 * 3600  # agents heard
+    node = agent_cluster["nodes"][0]
+    w = factories.running_workload(agent_cluster["vision"], [node])
+    agents.settle(tick)
+    assert agents.starts() == [] and runs_of(w) == []
+    agents.settle(tick, now=timezone.now() + timedelta(seconds=OWED_AFTER))
+    assert [m.body["run"] for m in agents.starts()] == [r.pk for r in runs_of(w)]

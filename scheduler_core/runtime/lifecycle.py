@@ -56,14 +56,14 @@ ENDED_FIELDS = frozenset({"state", "exit_code", "signal", "reason", "ended_at", 
 
 
 def runs_observed(reports: Iterable[RunReport]) -> list[int]:
-    """Apply what an executor saw, in order, in one transaction (`observe`); the nodes
+    """Apply what an executor saw, in order, in one transaction (`_apply_batch`); the nodes
     whose devices were freed, and those of the failed workloads' other pods, are
     reconciled after commit. Returns the ids of the runs that ended."""
     reports = list(reports)
     if not reports:
         return []
     with transaction.atomic():
-        ended = observe(reports)
+        ended = _apply_batch(reports)
     if ended:
         nodes = _nodes_to_reconcile(ended)
         transaction.on_commit(lambda: reconcile(node_ids=nodes))
@@ -105,10 +105,10 @@ def _may_speak(run: PodRun | None, run_id: int, *, node_id: int | None, epoch: i
 def run_observed(report: RunReport) -> bool:
     """Apply one report (inside a transaction); True when the run ended (its devices are
     free)."""
-    return bool(observe([report]))
+    return bool(_apply_batch([report]))
 
 
-def observe(reports: list[RunReport]) -> list[int]:
+def _apply_batch(reports: list[RunReport]) -> list[int]:
     """Apply `reports` in order (inside a transaction): their runs' rows first, then what
     follows for their workloads (running, failed, completed), each step for the whole
     batch at once. Returns the ids of the runs that ended."""

@@ -3,7 +3,8 @@
 
 Desired: the Allocation rows (what the engine decided). Actual: PodRuns, the neutral run
 records every such executor shares. `reconcile()` runs after every cycle commit, on
-every executor report and on an agent's connect, and each runtime tick as a safety net:
+every executor report and on an agent's connect, and each runtime tick as a safety net
+(for starts owed since tick.OWED_AFTER seconds, and every stop owed):
 
 1. an allocation that has never had a run gets one (its node's next epoch), handed to
    its executor's `start`, once none of its devices is held by a live run of another pod

@@ -134,21 +134,18 @@ class Observation:
 
     @classmethod
     def locked(cls, reports: list[RunReport]) -> Observation:
-        owners = dict(
-            PodRun.objects.filter(pk__in={r.run_id for r in reports}).values_list(
-                "pk", "workload_id"
-            )
-        )
+        run_ids = sorted({r.run_id for r in reports})
+        owners = PodRun.objects.filter(pk__in=run_ids).values("workload_id")
         workloads = (
             Workload.objects.select_for_update(of=("self",), no_key=True)  # events name its project
             .select_related("project")
-            .filter(pk__in=set(owners.values()))
+            .filter(pk__in=owners)  # one query: the runs' workloads, locked
             .order_by("pk")
         )
         runs = (
             PodRun.objects.select_for_update(of=("self",), no_key=True)  # nodes come first
             .select_related("node__pool")
-            .filter(pk__in=list(owners))
+            .filter(pk__in=run_ids)
             .order_by("pk")
         )
         return cls({w.pk: w for w in workloads}, {r.pk: r for r in runs})

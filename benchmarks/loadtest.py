@@ -183,7 +183,10 @@ class LoadTest:
         return pool, projects
 
     def _start_worker(self, queue: str) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "SCHEDULER_CYCLE_QUEUE": queue}
+        env = {
+            **os.environ, "SCHEDULER_CYCLE_QUEUE": queue,
+            "DB_CONN_MAX_AGE": str(settings.WORKER_DB_CONN_MAX_AGE),  # as `manage.py run`
+        }  # fmt: skip
         log = open(settings.VAR_DIR / "loadtest-worker.log", "w")  # noqa: SIM115
         worker = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo", "-Q", queue,

@@ -4,7 +4,13 @@ import gc
 import os
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init, worker_ready
+from celery.signals import (
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+    worker_ready,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -30,3 +36,16 @@ def _freeze_startup_objects(**kwargs) -> None:
     otherwise walk all of it every few cycles (about 80 ms each under load)."""
     gc.collect()
     gc.freeze()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _close_old_connections(sender=None, **kwargs) -> None:
+    """Around each task (not one run eagerly, inside its caller), close the database
+    connections that are too old (DB_CONN_MAX_AGE) or broke, as Django does around a
+    request; the others are kept for the next task (settings.CELERY_DB_REUSE_MAX)."""
+    if getattr(getattr(sender, "request", None), "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()

@@ -432,3 +432,9 @@ WEB_CONCURRENCY = env.int("WEB_CONCURRENCY", default=0)
 # DB_CONN_MAX_AGE; config/http_handler.py): a connection per request costs more than many
 # small queries, a PostgreSQL backend process each.
 WEB_DB_CONN_MAX_AGE = env.int("WEB_DB_CONN_MAX_AGE", default=60)
+# The same for the worker that `manage.py run` starts: it keeps its connection from one
+# task to the next (a cycle, a tick, a report's follow-up are many small tasks). Celery's
+# Django fixup would close it after every task; CELERY_DB_REUSE_MAX lifts that, and
+# config/celery.py closes it when Django's rules say (age, errors), as a request does.
+WORKER_DB_CONN_MAX_AGE = env.int("WORKER_DB_CONN_MAX_AGE", default=60)
+CELERY_DB_REUSE_MAX = 2**31

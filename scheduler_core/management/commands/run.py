@@ -243,7 +243,11 @@ class Command(BaseCommand):
                     "--concurrency", os.environ.get("WORKER_CONCURRENCY", "2"),
                     "--hostname", f"fairway-worker-{os.getpid()}@%h",
                 ]  # fmt: skip
-                supervisor.start(Child("worker", worker))
+                worker_env = {
+                    **supervisor.env,
+                    "DB_CONN_MAX_AGE": str(settings.WORKER_DB_CONN_MAX_AGE),
+                }
+                supervisor.start(Child("worker", worker, env=worker_env))
             if not options["no_beat"]:
                 beat = [
                     py, "-m", "celery", "-A", "config", "beat", "--loglevel", "WARNING",

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from scheduler_core.choices import PLACED_STATES, EventType
@@ -65,19 +65,18 @@ def runs_observed(reports: Iterable[RunReport]) -> list[int]:
     with transaction.atomic():
         ended = _apply_batch(reports)
     if ended:
-        nodes = _nodes_to_reconcile(ended)
-        transaction.on_commit(lambda: reconcile(node_ids=nodes))
+        transaction.on_commit(lambda: reconcile(node_ids=_nodes_to_reconcile(ended)))
     return ended
 
 
-def _nodes_to_reconcile(run_ids: list[int]) -> list[int]:
+def _nodes_to_reconcile(run_ids: list[int]) -> QuerySet[PodRun, Any]:
     """The runs' nodes, and the nodes of their workloads' other live runs (a failure
-    stops them); one query."""
+    stops them): a query the reconcile runs inside its own."""
     workloads = PodRun.objects.filter(pk__in=run_ids).values("workload_id")
     runs = PodRun.objects.filter(
         Q(pk__in=run_ids) | Q(workload_id__in=workloads, state__in=LIVE_RUN_STATES)
     )
-    return sorted(set(runs.values_list("node_id", flat=True)))
+    return runs.values("node_id")
 
 
 def known_run(run_id: int, *, node_id: int | None, epoch: int | None) -> PodRun | None:

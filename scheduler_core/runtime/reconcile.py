@@ -34,12 +34,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from scheduler_core.choices import NodeState, WorkloadStatus
@@ -94,9 +96,13 @@ class _Pass:
             transaction.on_commit(lambda: executor.start(launches))
 
 
+# nodes by id: given, or a query of their ids (`values("node_id")`) run with the reconcile's
+Nodes = Iterable[int] | QuerySet[Any, Any]
+
+
 def reconcile(
     *,
-    node_ids: Iterable[int] | None = None,
+    node_ids: Nodes | None = None,
     resend: Iterable[int] = (),
     backends: Iterable[str] | None = None,
     placed_before: datetime | None = None,
@@ -107,17 +113,17 @@ def reconcile(
     `placed_before` or a stop owed, when that is given); runs `resend` (starting, never
     reported: their executor lost their start) are handed to `start` again."""
     report = ReconcileReport()
-    wanted = None if node_ids is None else set(node_ids)
+    wanted = node_ids if node_ids is None or isinstance(node_ids, QuerySet) else set(node_ids)
     running = registry.backends_without(Capability.KNOWS_RUN_ENDS)
     if backends is not None:
         running &= set(backends)
+    owed = _nodes_with_work(running, wanted, placed_before)
     for backend in sorted(running):
         executor = registry.executor_for(backend)
         again = set(resend)
         if wanted is None and has(executor, Capability.RESENDS_STARTS):
             again |= _unanswered_starts(backend, timezone.now())
-        owed = _nodes_with_work(backend, wanted, placed_before)
-        for node_id in sorted(owed | _nodes_of(backend, again)):
+        for node_id in sorted(owed[backend] | _nodes_of(backend, again)):
             work = _Pass(executor)
             with _send_lock(node_id):
                 with transaction.atomic():
@@ -154,21 +160,29 @@ def _unanswered_starts(backend: str, now: datetime) -> set[int]:
 
 
 def _nodes_with_work(
-    backend: str, wanted: set[int] | None, placed_before: datetime | None = None
-) -> set[int]:
-    starts = Allocation.objects.filter(node__pool__backend=backend, runs__isnull=True)
+    backends: Collection[str], wanted: Nodes | None, placed_before: datetime | None = None
+) -> dict[str, set[int]]:
+    """Per backend of `backends`, its nodes (among `wanted`) with a start owed (placed
+    before `placed_before`, when given) or a stop owed: one query for them all (a report
+    reconciles its nodes, and most of the time there is nothing to do)."""
+    work: dict[str, set[int]] = defaultdict(set)
+    if not backends:
+        return work
+    starts = Allocation.objects.filter(node__pool__backend__in=backends, runs__isnull=True)
     if placed_before is not None:
         starts = starts.filter(created_at__lt=placed_before)
     stops = PodRun.objects.filter(
-        node__pool__backend=backend, state__in=LIVE_RUN_STATES, allocation__isnull=True,
+        node__pool__backend__in=backends, state__in=LIVE_RUN_STATES, allocation__isnull=True,
         stop_sent_at__isnull=True,
     )  # fmt: skip
     if wanted is not None:
         starts = starts.filter(node_id__in=wanted)
         stops = stops.filter(node_id__in=wanted)
-    return set(starts.values_list("node_id", flat=True)) | set(
-        stops.values_list("node_id", flat=True)
-    )
+    columns = ("node_id", "node__pool__backend")
+    rows = starts.order_by().values_list(*columns).union(stops.order_by().values_list(*columns))
+    for node_id, backend in rows:
+        work[backend].add(node_id)
+    return work
 
 
 def _nodes_of(backend: str, runs: set[int]) -> set[int]:

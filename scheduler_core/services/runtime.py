@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler_core.choices import PLACED_STATES, EventType, WorkloadStatus
-from scheduler_core.db.bulk_writes import update_rows
+from scheduler_core.db.bulk_writes import delete_rows, update_rows
 from scheduler_core.db.locked_workload import LockedWorkload
 from scheduler_core.engine import transitions
 from scheduler_core.engine.transitions import Cause, Requeue
@@ -48,12 +48,17 @@ class Completion:
     finished_at: datetime
 
 
-def _pools_of(workload_ids: list[int]) -> dict[int, int]:
-    return dict(
+def _free_pods(workload_ids: list[int]) -> dict[int, int]:
+    """Delete the workloads' allocations (their devices are free; a run still on them
+    keeps running until it is stopped): one read, then two set-based statements. Returns
+    each workload's pool."""
+    rows = list(
         Allocation.objects.filter(workload_id__in=workload_ids).values_list(
-            "workload_id", "node__pool_id"
+            "pk", "workload_id", "node__pool_id"
         )
     )
+    delete_rows(Allocation, [pk for pk, _, _ in rows])
+    return {workload_id: pool_id for _, workload_id, pool_id in rows}
 
 
 def finish_run(
@@ -78,7 +83,7 @@ def workloads_complete(
     if not completions:
         return []
     wanted = {c.workload_id: c for c in completions}
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # a caller's transaction is all or nothing
         workloads = [
             w
             for w in Workload.objects.select_for_update(no_key=True)
@@ -90,8 +95,7 @@ def workloads_complete(
         if not workloads:
             return []
         ids = [w.pk for w in workloads]
-        pools = _pools_of(ids)
-        Allocation.objects.filter(workload_id__in=ids).delete()
+        pools = _free_pods(ids)
         batch = EventBatch(timezone.now())
         for w in workloads:
             reason = finish_run(w, finished_at=wanted[w.pk].finished_at, duration=w.duration)
@@ -141,8 +145,7 @@ def workload_fail(*, workload: Workload, reason: str, at: datetime | None = None
                     f"this one is {workload.status}"
                 }
             )
-        pool_id = _pools_of([workload.pk]).get(workload.pk)
-        Allocation.objects.filter(workload=workload).delete()
+        pool_id = _free_pods([workload.pk]).get(workload.pk)
         transitions.fail(workload, at=at or timezone.now())
         workload.save()
         batch = EventBatch(timezone.now())

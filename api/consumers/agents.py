@@ -14,8 +14,10 @@
   numbered frames. `run_state` goes to the lifecycle (reports.runs_reported); `log`,
   `usage` and `heartbeat` are stored by services.agents. Every frame counts as a sign of
   life.
-- Frames are processed in order. Valid `run_state` frames that arrive while the previous
-  ones are being stored are stored together (one pass through the lifecycle, one
+- Frames are processed in order, by a task of the connection's own (`_read_inbox`): what
+  the server sends the agent (`start`, `signal`) goes out at once, never behind the
+  agent's frames waiting for the database. Valid `run_state` frames that arrive while the
+  previous ones are being stored are stored together (one pass through the lifecycle, one
   reconcile, one `ack` for all); any other frame waits until they are.
 """
 
@@ -53,6 +55,7 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_EVERY = 1.0  # seconds: frames closer together count as one sign of life
 CHANNEL_RETRY = 1.0  # seconds between two tries to reach the channel layer
 CREDENTIAL_RECHECK = 5.0  # seconds between two checks of a connection's credential
+INBOX = 256  # frames taken in and not processed yet; more wait in the websocket
 # What a channel layer raises when its Redis cannot be reached.
 CHANNEL_LAYER_ERRORS: tuple[type[BaseException], ...] = (OSError, RedisError, asyncio.TimeoutError)
 
@@ -141,6 +144,8 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
         self.received = 0  # the last agent seq taken in (processed, or queued to be)
         self.pending: list[tuple[int, reports.RunState]] = []  # run_state frames queued
         self.flusher: asyncio.Task[None] | None = None
+        self.inbox: asyncio.Queue[str | bytes] = asyncio.Queue(INBOX)
+        self.reader = asyncio.create_task(self._read_inbox())
         self.greeted = False
         self.last_alive = 0.0
         self.last_checked = time.monotonic()
@@ -169,6 +174,7 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
         self.node, self.credential_id = found
 
     async def disconnect(self, code: int) -> None:
+        self.reader.cancel()
         if self.group is not None and self.in_group:
             with contextlib.suppress(*CHANNEL_LAYER_ERRORS):
                 await self.channel_layer.group_discard(self.group, self.channel_name)
@@ -200,12 +206,30 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
     # --- frames in ---------------------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
+        """Take a frame in (paced); `_read_inbox` processes it."""
         if self.node is None:
             return  # refused, closing
         await asyncio.sleep(self.pace.wait())
+        await self.inbox.put(text_data if text_data is not None else bytes_data or b"")
+
+    async def _read_inbox(self) -> None:
+        """Process the frames taken in, one after the other, until the connection ends.
+        A frame that breaks its handler ends the connection (1011), as a consumer's own
+        error would."""
+        while True:
+            raw = await self.inbox.get()
+            if self.node is None:
+                continue  # refused, closing
+            try:
+                await self._process(raw)
+            except Exception:
+                logger.exception("agent connection closed: a frame could not be handled")
+                self.node = None
+                await self.close(code=1011)
+
+    async def _process(self, raw: str | bytes) -> None:
         try:
-            frame = protocol.decode(text_data if text_data is not None else bytes_data or b"",
-                                    sender="agent")  # fmt: skip
+            frame = protocol.decode(raw, sender="agent")
         except protocol.ProtocolError as exc:
             if exc.code == protocol.ERR_VERSION:
                 await self._refuse(exc.code, exc.message, protocol.CLOSE_VERSION)

@@ -11,7 +11,7 @@ import threading
 import uuid
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.db import database_sync_to_async
 from django.utils import timezone
 from fairway_agent import protocol
@@ -164,6 +164,34 @@ def test_a_frame_is_answered_while_the_database_thread_is_busy(register):
         finally:
             release.set()
             await busy
+        await agent.close()
+
+    run(body)
+
+
+def test_a_start_goes_out_while_the_agents_own_frames_wait_for_the_database(register):
+    """What the server sends an agent (a start, a stop) is not held up by that agent's
+    frames: here a heartbeat waits for the process's database thread (busy, as in a burst
+    of reports) while a signal for the node goes out at once; the heartbeat is answered
+    once the thread is free."""
+    node, token = register()
+
+    async def body():
+        agent = await greeted(token, node)
+        release = threading.Event()
+        busy = asyncio.ensure_future(database_sync_to_async(release.wait)(10))
+        try:
+            beat = await agent.send("heartbeat")  # stored on the database thread: waits
+            await sync_to_async(send_now, thread_sensitive=False)(
+                node.pk, "signal", {"run": 7, "reason": "preempt", "grace_period": 30}
+            )
+            signal = json.loads(await agent.ws.receive_from(timeout=2))
+            assert signal["type"] == "signal" and signal["run"] == 7
+        finally:
+            release.set()
+            await busy
+        ack = await agent.receive()
+        assert ack["type"] == "ack" and ack["ack"] == beat
         await agent.close()
 
     run(body)

@@ -18,21 +18,22 @@ from scheduler_core.runtime.ports import declared_ports, proxy_env
 
 
 class Launches:
-    """The launch specs of some workloads' pods on the nodes of one pool."""
+    """The launch specs of some workloads' pods."""
 
-    def __init__(self, workload_ids: Iterable[int], grace_period: int) -> None:
+    def __init__(self, workload_ids: Iterable[int]) -> None:
         ids = set(workload_ids)
-        self.grace_period = grace_period
         self.workloads = {
             w.pk: w for w in Workload.objects.filter(pk__in=ids).select_related("project")
         }
         self.pods: dict[int, list[Pod]] = defaultdict(list)
-        for workload_id, group, pod_index, node_pk, address, name in Allocation.objects.filter(
-            workload_id__in=ids
-        ).values_list(
-            "workload_id", "group", "pod_index", "node_id", "node__address", "node__name"
-        ):
+        self.grace_periods: dict[int, int] = {}  # its pool's, per workload
+        for row in Allocation.objects.filter(workload_id__in=ids).values_list(
+            "workload_id", "group", "pod_index", "node_id", "node__address", "node__name",
+            "node__pool__grace_period",
+        ):  # fmt: skip
+            workload_id, group, pod_index, node_pk, address, name, grace = row
             self.pods[workload_id].append(Pod(group, pod_index, address or name, node_pk))
+            self.grace_periods[workload_id] = grace
 
     def wanted(self, workload_id: int) -> bool:
         """Is the workload still placed (a start for it makes sense)?"""
@@ -73,7 +74,7 @@ class Launches:
             shell=command if isinstance(command, str) else None,
             image=spec.get("image") or None,
             workdir=spec.get("workdir") or None,
-            grace_period=self.grace_period,
+            grace_period=self.grace_periods.get(w.pk, 0),
             checkpoint_key=f"{w.project.name}/{w.name}",
             gang_size=len(self.pods[w.pk]),
             pods=tuple(pods),

@@ -20,13 +20,14 @@ every executor report and on an agent's connect, and each runtime tick as a safe
    is sent again, with a new epoch, to an executor that allows it
    (Capability.RESENDS_STARTS); so is a start an agent's hello shows never arrived.
 
-Each node is reconciled in its own transaction under its row lock, so the worker (after a
-cycle) and the reports can call it at once; epochs are taken under that lock and never
-reused. Lock order everywhere: the node's send lock, nodes, workloads, runs, allocations.
-The executor is called after each node's commit with that node's starts (grouped by
-workload) and stops, still under the node's send lock (a PostgreSQL advisory lock), so a
-node gets its starts in the order of their epochs whoever sends them (an agent refuses a
-start whose epoch is below one it has seen).
+An executor's nodes with work are reconciled together, in one transaction under their
+row locks (each step one statement for all of them), so the worker (after a cycle) and
+the reports can call it at once; epochs are taken under those locks and never reused.
+Lock order everywhere: the nodes' send locks (in node order), nodes, workloads, runs,
+allocations. The executor is called once after the commit with the starts (grouped by
+workload: a gang's pods on several nodes in one launch) and stops, still under the send
+locks (PostgreSQL advisory locks), so a node gets its starts in the order of their epochs
+whoever sends them (an agent refuses a start whose epoch is below one it has seen).
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from scheduler_core.choices import NodeState, WorkloadStatus
+from scheduler_core.db.bulk_writes import update_rows
 from scheduler_core.models import Allocation, Node, PodRun, Workload
 from scheduler_core.models.agents import LIVE_RUN_STATES, PodRunState
 from scheduler_core.runtime import registry
@@ -123,28 +125,36 @@ def reconcile(
         again = set(resend)
         if wanted is None and has(executor, Capability.RESENDS_STARTS):
             again |= _unanswered_starts(backend, timezone.now())
-        for node_id in sorted(owed[backend] | _nodes_of(backend, again)):
-            work = _Pass(executor)
-            with _send_lock(node_id):
-                with transaction.atomic():
-                    _reconcile_node(node_id, work, report, again)
-                work.hand_over()
+        nodes = sorted(owed[backend] | _nodes_of(backend, again))
+        if not nodes:
+            continue
+        work = _Pass(executor)
+        with _send_locks(nodes):
+            with transaction.atomic():
+                _reconcile_nodes(nodes, work, report, again)
+            work.hand_over()
     return report
 
 
 @contextlib.contextmanager
-def _send_lock(node_id: int) -> Iterator[None]:
-    """Hold the node's send lock (PostgreSQL; one process at a time elsewhere)."""
+def _send_locks(node_ids: list[int]) -> Iterator[None]:
+    """Hold the nodes' send locks, taken one by one in node order (so two reconciles
+    never wait for each other in a circle); PostgreSQL only: elsewhere one process
+    writes at a time."""
     if connection.vendor != "postgresql":
         yield
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [SEND_LOCK_CLASS, node_id])
+        for node_id in node_ids:
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [SEND_LOCK_CLASS, node_id])
     try:
         yield
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [SEND_LOCK_CLASS, node_id])
+            cursor.execute(
+                "SELECT pg_advisory_unlock(%s, n) FROM unnest(%s::int[]) AS n",
+                [SEND_LOCK_CLASS, node_ids],
+            )
 
 
 def _unanswered_starts(backend: str, now: datetime) -> set[int]:
@@ -195,61 +205,84 @@ def _nodes_of(backend: str, runs: set[int]) -> set[int]:
     )
 
 
-def lock_node(node_id: int, backend: str) -> tuple[Node, list[PodRun]] | None:
-    """Node `node_id` of `backend`'s pools and its live runs, locked for this transaction
-    (None: no such node). The locks keep the rows' keys shareable: an agent's usage
-    samples and events that refer to the node or a run still commit meanwhile (with full
-    locks they waited, and a reconcile waiting in turn for a run such a commit had
-    locked was a deadlock)."""
-    node = (
+def lock_nodes(node_ids: list[int], backend: str) -> list[tuple[Node, list[PodRun]]]:
+    """The nodes `node_ids` of `backend`'s pools (those that exist) and their live runs,
+    locked for this transaction, in primary-key order. The locks keep the rows' keys
+    shareable: an agent's usage samples and events that refer to a node or a run still
+    commit meanwhile (with full locks they waited, and a reconcile waiting in turn for a
+    run such a commit had locked was a deadlock)."""
+    nodes = list(
         Node.objects.select_for_update(of=("self",), no_key=True)
         .select_related("pool")
-        .filter(pk=node_id, pool__backend=backend)
-        .first()
-    )
-    if node is None:
-        return None
-    live = list(
-        PodRun.objects.select_for_update(no_key=True)
-        .filter(node=node, state__in=LIVE_RUN_STATES)
+        .filter(pk__in=node_ids, pool__backend=backend)
         .order_by("pk")
     )
-    return node, live
+    live: dict[int, list[PodRun]] = defaultdict(list)
+    for run in (
+        PodRun.objects.select_for_update(no_key=True)
+        .filter(node__in=nodes, state__in=LIVE_RUN_STATES)
+        .order_by("pk")
+    ):
+        live[run.node_id].append(run)
+    return [(node, live[node.pk]) for node in nodes]
 
 
-def _reconcile_node(node_id: int, work: _Pass, report: ReconcileReport, resend: set[int]) -> None:
-    locked = lock_node(node_id, work.executor.backend)
-    if locked is None:
-        return
-    node, live = locked
-    _stop_unwanted(node, live, work, report)
-    if node.state == NodeState.DOWN:
-        return  # its runs are lost; its allocations are gone or going
-    allocations = list(
-        Allocation.objects.select_for_update(no_key=True).filter(node=node).order_by("pk")
-    )
-    started = set(
-        PodRun.objects.filter(allocation__in=allocations).values_list("allocation_id", flat=True)
-    )
-    fresh = [a for a in allocations if a.pk not in started]
-    again = [r for r in live if r.pk in resend and r.state == PodRunState.STARTING]
+def _reconcile_nodes(
+    node_ids: list[int], work: _Pass, report: ReconcileReport, resend: set[int]
+) -> None:
+    """Reconcile the nodes in one transaction: each step for all of them at once."""
+    locked = lock_nodes(node_ids, work.executor.backend)
+    _stop_unwanted(locked, work, report)
+    up = {node.pk: (node, live) for node, live in locked if node.state != NodeState.DOWN}
+    # (a down node's runs are lost; its allocations are gone or going)
+    run = PodRun.objects.filter(allocation_id=OuterRef("pk"))
+    fresh = [
+        a
+        for a in Allocation.objects.select_for_update(of=("self",), no_key=True)
+        .filter(node_id__in=list(up))
+        .annotate(started=Exists(run))
+        .order_by("pk")
+        if not a.started
+    ]
+    again = [
+        r for _, live in up.values() for r in live
+        if r.pk in resend and r.state == PodRunState.STARTING
+    ]  # fmt: skip
     if not fresh and not again:
         return
-    specs = Launches(
-        [a.workload_id for a in fresh] + [r.workload_id for r in again], node.pool.grace_period
-    )
+    specs = Launches([a.workload_id for a in fresh] + [r.workload_id for r in again])
     again = [r for r in again if r.allocation_id is not None and specs.wanted(r.workload_id)]
-    epoch = node.last_epoch
-    _new_epochs(node, again)
-    new_runs = _new_runs(node, live, fresh, specs, work, report)
-    if node.last_epoch != epoch:
-        Node.objects.filter(pk=node.pk).update(last_epoch=node.last_epoch)
-    for run in again + new_runs:
-        if run.allocation_id is None or not specs.wanted(run.workload_id):
+    new_runs = _runs_for(up, fresh, again, specs, work, report)
+    for r in again + new_runs:
+        if r.allocation_id is None or not specs.wanted(r.workload_id):
             continue
-        work.pods[run.workload_id].append(specs.pod(run, node))
-        work.specs.setdefault(run.workload_id, specs)
-        report.started.append(run.pk)
+        work.pods[r.workload_id].append(specs.pod(r, up[r.node_id][0]))
+        work.specs.setdefault(r.workload_id, specs)
+        report.started.append(r.pk)
+
+
+def _runs_for(
+    up: dict[int, tuple[Node, list[PodRun]]],
+    fresh: list[Allocation],
+    again: list[PodRun],
+    specs: Launches,
+    work: _Pass,
+    report: ReconcileReport,
+) -> list[PodRun]:
+    """New epochs for the starts sent again and new runs for the fresh allocations whose
+    devices are free, node by node; written at once (the runs, the nodes' last epochs)."""
+    epochs = {pk: node.last_epoch for pk, (node, _) in up.items()}
+    new_runs: list[PodRun] = []
+    for pk, (node, live) in up.items():
+        _new_epochs(node, [r for r in again if r.node_id == pk])
+        mine = [a for a in fresh if a.node_id == pk]
+        new_runs += _new_runs(node, live, mine, specs, work, report)
+    if new_runs:
+        PodRun.objects.bulk_create(new_runs)
+        # (bulk_create sets primary keys on PostgreSQL and SQLite alike)
+    moved = [node for pk, (node, _) in up.items() if node.last_epoch != epochs[pk]]
+    update_rows(moved, ["last_epoch"])
+    return new_runs
 
 
 def _new_epochs(node: Node, runs: list[PodRun]) -> None:
@@ -270,7 +303,8 @@ def _new_runs(
     work: _Pass,
     report: ReconcileReport,
 ) -> list[PodRun]:
-    """A run (the node's next epoch) for each fresh allocation whose devices are free."""
+    """A run (the node's next epoch; not written yet) for each fresh allocation of the
+    node whose devices are free."""
     waits = not has(work.executor, Capability.ASSIGNS_DEVICES)
     now = timezone.now()
     held: dict[int, float] = defaultdict(float)
@@ -294,28 +328,29 @@ def _new_runs(
                 gpu_fraction=a.gpu_fraction, state=PodRunState.STARTING, start_sent_at=now,
             )
         )  # fmt: skip
-    if new_runs:
-        PodRun.objects.bulk_create(new_runs)
-        # (bulk_create sets primary keys on PostgreSQL and SQLite alike)
     return new_runs
 
 
-def _stop_unwanted(node: Node, live: list[PodRun], work: _Pass, report: ReconcileReport) -> None:
-    """Stop every live run of `node` that lost its allocation and was not told yet."""
-    unwanted = [r for r in live if r.allocation_id is None and r.stop_sent_at is None]
+def _stop_unwanted(
+    locked: list[tuple[Node, list[PodRun]]], work: _Pass, report: ReconcileReport
+) -> None:
+    """Stop every live run of the nodes that lost its allocation and was not told yet."""
+    unwanted = [
+        (node, r) for node, live in locked for r in live
+        if r.allocation_id is None and r.stop_sent_at is None
+    ]  # fmt: skip
     if not unwanted:
         return
     statuses = dict(
-        Workload.objects.filter(pk__in={r.workload_id for r in unwanted}).values_list(
+        Workload.objects.filter(pk__in={r.workload_id for _, r in unwanted}).values_list(
             "pk", "status"
         )
     )
     now = timezone.now()
-    for run in unwanted:
+    for node, run in unwanted:
         run.stop_reason = run.stop_reason or stop_reason(statuses.get(run.workload_id))
         run.stop_sent_at = now
         run.state = PodRunState.STOPPING
-        run.save(update_fields=["stop_reason", "stop_sent_at", "state"])
         work.stops.append(
             Stop(
                 run_id=run.pk, node_id=node.pk, external_id=run.external_id,
@@ -323,6 +358,7 @@ def _stop_unwanted(node: Node, live: list[PodRun], work: _Pass, report: Reconcil
             )
         )  # fmt: skip
         report.stopped.append(run.pk)
+    update_rows([r for _, r in unwanted], ["stop_reason", "stop_sent_at", "state"])
 
 
 def stop_reason(status: str | None) -> str:

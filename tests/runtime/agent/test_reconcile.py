@@ -17,7 +17,7 @@ from scheduler_core.loop import triggers
 from scheduler_core.loop.cycle import run_cycle, run_scheduling_loop
 from scheduler_core.models import Node
 from scheduler_core.models.agents import PodRunState
-from scheduler_core.runtime.reconcile import lock_node, reconcile
+from scheduler_core.runtime.reconcile import lock_nodes, reconcile
 from scheduler_core.runtime.tick import OWED_AFTER, tick
 from scheduler_core.schemas.agents import GpuUsage, RunUsage
 from scheduler_core.services.agents import record_usage
@@ -258,7 +258,7 @@ def test_a_usage_report_commits_while_its_node_is_being_reconciled(agents, submi
 
     def reconciling():
         with transaction.atomic():
-            assert lock_node(run.node_id, run.node.pool.backend) is not None
+            assert lock_nodes([run.node_id], run.node.pool.backend)
             held.set()
             release.wait(10)
 

@@ -295,7 +295,7 @@ def whole_gang(launch: Launch) -> Launch | None:
     )
     if len(runs) < launch.gang_size:
         return None
-    specs = Launches([launch.workload_id], launch.grace_period)
+    specs = Launches([launch.workload_id])
     if not specs.wanted(launch.workload_id):
         return None
     return specs.launch(launch.workload_id, [specs.pod(run, run.node) for run in runs])

@@ -18,7 +18,9 @@
   the server sends the agent (`start`, `signal`) goes out at once, never behind the
   agent's frames waiting for the database. Valid `run_state` frames that arrive while the
   previous ones are being stored are stored together (one pass through the lifecycle, one
-  reconcile, one `ack` for all); any other frame waits until they are.
+  reconcile, one `ack` for all), with the `ack` and `heartbeat` frames among them (an
+  agent acknowledges each `start`: those acks no longer split a burst's reports into
+  batches of one); any other frame waits until they are stored.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ HEARTBEAT_EVERY = 1.0  # seconds: frames closer together count as one sign of li
 CHANNEL_RETRY = 1.0  # seconds between two tries to reach the channel layer
 CREDENTIAL_RECHECK = 5.0  # seconds between two checks of a connection's credential
 INBOX = 256  # frames taken in and not processed yet; more wait in the websocket
+QUEUED_SIGNS = frozenset({"ack", "heartbeat"})  # frames queued with the reports
 # What a channel layer raises when its Redis cannot be reached.
 CHANNEL_LAYER_ERRORS: tuple[type[BaseException], ...] = (OSError, RedisError, asyncio.TimeoutError)
 
@@ -144,6 +147,7 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
         self.received = 0  # the last agent seq taken in (processed, or queued to be)
         self.pending: list[tuple[int, reports.RunState]] = []  # run_state frames queued
         self.flusher: asyncio.Task[None] | None = None
+        self.beat = False  # a heartbeat is queued
         self.inbox: asyncio.Queue[str | bytes] = asyncio.Queue(INBOX)
         self.reader = asyncio.create_task(self._read_inbox())
         self.greeted = False
@@ -364,17 +368,26 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
         await self._send_frame("welcome", **welcome)
 
     def _queued(self, frame: dict[str, Any]) -> bool:
-        """Queue a valid `run_state` to be stored with those that arrive meanwhile."""
-        if frame["type"] != "run_state" or self.node is None:
+        """Queue a valid `run_state` to be stored with those that arrive meanwhile, and an
+        `ack` or `heartbeat` behind them: they store nothing of their own (a heartbeat
+        only marks the node alive), so they never split a batch."""
+        kind = frame["type"]
+        if self.node is None:
             return False
-        try:
-            body = validate(RunStateIn, frame)
-            state = _run_state(body)
-        except (SchemaInvalid, protocol.ProtocolError):
-            return False  # handled on its own, with its error (_on_run_state)
-        if body.state not in protocol.RUN_STATES:
+        if kind in QUEUED_SIGNS:
+            self.pending.append((frame["seq"], None))
+            self.beat |= kind == "heartbeat"
+        elif kind == "run_state":
+            try:
+                body = validate(RunStateIn, frame)
+                state = _run_state(body)
+            except (SchemaInvalid, protocol.ProtocolError):
+                return False  # handled on its own, with its error (_on_run_state)
+            if body.state not in protocol.RUN_STATES:
+                return False
+            self.pending.append((frame["seq"], state))
+        else:
             return False
-        self.pending.append((frame["seq"], state))
         if self.flusher is None or self.flusher.done():
             self.flusher = asyncio.create_task(self._flush_reports())
         return True
@@ -385,19 +398,25 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
             await self.flusher
 
     async def _flush_reports(self) -> None:
+        """Store the queued reports, a batch at a time; then the frames up to the batch's
+        last count as processed, and an `ack` says so (unless the batch held only acks)."""
         while self.pending and self.node is not None:
             batch, self.pending = self.pending, []
+            beat, self.beat = self.beat, False
+            states = [state for _, state in batch if state is not None]
             try:
-                await database_sync_to_async(reports.runs_reported)(
-                    node=self.node, states=[state for _, state in batch]
-                )
+                if states:
+                    await database_sync_to_async(reports.runs_reported)(
+                        node=self.node, states=states
+                    )
+                self.processed = batch[-1][0]
+                await self._alive(force=beat)
             except DatabaseError as exc:
                 self.pending = []
                 await self._unavailable(exc)
                 return
-            self.processed = batch[-1][0]
-            await self._alive()
-            await self._send_frame("ack")
+            if states or beat:
+                await self._send_frame("ack")
 
     async def _on_run_state(self, frame: dict[str, Any]) -> None:
         body: RunStateIn | None

@@ -171,17 +171,19 @@ def test_a_frame_is_answered_while_the_database_thread_is_busy(register):
 
 def test_a_start_goes_out_while_the_agents_own_frames_wait_for_the_database(register):
     """What the server sends an agent (a start, a stop) is not held up by that agent's
-    frames: here a heartbeat waits for the process's database thread (busy, as in a burst
-    of reports) while a signal for the node goes out at once; the heartbeat is answered
+    frames: here a log chunk waits for the process's database thread (busy, as in a burst
+    of reports) while a signal for the node goes out at once; the chunk is acknowledged
     once the thread is free."""
     node, token = register()
+    pod = pod_run(node)
 
     async def body():
         agent = await greeted(token, node)
         release = threading.Event()
         busy = asyncio.ensure_future(database_sync_to_async(release.wait)(10))
         try:
-            beat = await agent.send("heartbeat")  # stored on the database thread: waits
+            # stored on the database thread: it waits
+            chunk = await agent.send("log", run=pod.pk, offset=0, data="aGVsbG8K")
             await sync_to_async(send_now, thread_sensitive=False)(
                 node.pk, "signal", {"run": 7, "reason": "preempt", "grace_period": 30}
             )
@@ -191,7 +193,7 @@ def test_a_start_goes_out_while_the_agents_own_frames_wait_for_the_database(regi
             release.set()
             await busy
         ack = await agent.receive()
-        assert ack["type"] == "ack" and ack["ack"] == beat
+        assert ack["type"] == "ack" and ack["ack"] == chunk
         await agent.close()
 
     run(body)
@@ -312,6 +314,43 @@ def test_usage_reports_are_stored(register):
     run(body)
     assert GpuSample.objects.get(node=node).utilization == 87.5
     assert RunUsageSample.objects.get(run=pod).rss_mib == 2048
+
+
+def test_acks_and_heartbeats_among_reports_do_not_split_their_batch(register):
+    """An agent acknowledges every start it gets; in a burst those acks (and heartbeats)
+    come between its reports. They are queued with the reports, so the reports that
+    arrived while earlier ones were being stored are still stored together: one `ack`
+    for all of them."""
+    node, token = register()
+    runs = []
+
+    async def body():
+        agent = await greeted(token, node)
+        for i in range(3):
+            runs.append(await database_sync_to_async(pod_run)(node, pod_index=i, epoch=i + 1))
+        release = threading.Event()
+        busy = asyncio.ensure_future(database_sync_to_async(release.wait)(10))
+        try:
+            seqs = []
+            for pod in runs:
+                seqs.append(await agent.send(
+                    "run_state", run=pod.pk, epoch=pod.epoch, state="running",
+                    exit_code=None, signal=None, reason=None, at=timezone.now().isoformat(),
+                ))  # fmt: skip
+                seqs.append(await agent.send("ack", ack=1))
+            seqs.append(await agent.send("heartbeat"))
+            await asyncio.sleep(0.2)  # all taken in while the first report waits
+        finally:
+            release.set()
+            await busy
+        acks = [(await agent.receive())["ack"]]
+        while acks[-1] < seqs[-1]:
+            acks.append((await agent.receive())["ack"])
+        assert acks == [seqs[0], seqs[-1]]  # the first report alone, then all the rest
+        await agent.close()
+
+    run(body)
+    assert set(PodRun.objects.filter(node=node).values_list("state", flat=True)) == {"running"}
 
 
 def test_run_states_sent_back_to_back_are_all_stored_in_order_and_acknowledged(register):

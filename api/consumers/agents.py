@@ -145,7 +145,8 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
         self.sent_seq = 0  # frames this side sent
         self.processed = 0  # the last agent seq processed
         self.received = 0  # the last agent seq taken in (processed, or queued to be)
-        self.pending: list[tuple[int, reports.RunState]] = []  # run_state frames queued
+        # run_state frames queued (None: an ack or a heartbeat behind them)
+        self.pending: list[tuple[int, reports.RunState | None]] = []
         self.flusher: asyncio.Task[None] | None = None
         self.beat = False  # a heartbeat is queued
         self.inbox: asyncio.Queue[str | bytes] = asyncio.Queue(INBOX)

@@ -236,7 +236,7 @@ def _reconcile_nodes(
     up = {node.pk: (node, live) for node, live in locked if node.state != NodeState.DOWN}
     # (a down node's runs are lost; its allocations are gone or going)
     run = PodRun.objects.filter(allocation_id=OuterRef("pk"))
-    fresh = [
+    fresh: list[Allocation] = [
         a
         for a in Allocation.objects.select_for_update(of=("self",), no_key=True)
         .filter(node_id__in=list(up))

@@ -63,7 +63,7 @@ class Agents:
 def agents(monkeypatch, django_capture_on_commit_callbacks) -> Agents:
     fake = Agents(django_capture_on_commit_callbacks)
     monkeypatch.setattr(
-        channel, "send_now", lambda node_id, type, body: fake.sent.append(Sent(node_id, type, body))
+        channel, "send_many", lambda messages: fake.sent.extend(Sent(*m) for m in messages)
     )
     return fake
 

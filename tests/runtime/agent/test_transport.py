@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from scheduler_core.choices import NodeState
 from scheduler_core.models import GpuSample, LogChunk, Node, PodRun, RunUsageSample
-from scheduler_core.runtime.executors.agent.channel import send_now
+from scheduler_core.runtime.executors.agent.channel import send_many, send_now
 from scheduler_core.services.agents import join_token_create, node_credential_revoke
 from tests import factories
 from tests.runtime.agent.fake_agent import FakeAgent, registration
@@ -285,6 +285,29 @@ def test_group_messages_reach_the_agent_as_numbered_frames(register):
         await agent.send("heartbeat")
         assert (await agent.receive())["seq"] == 3
         await agent.close()
+
+    run(body)
+
+
+def test_messages_for_several_nodes_go_out_together_each_nodes_in_order(register):
+    """A reconcile hands its starts for every node to the channel layer in one call; each
+    node's agent gets its own, in order."""
+    node_a, token_a = register("gpu-a")
+    node_b, token_b = register("gpu-b")
+
+    def signal(run: int) -> dict:
+        return {"run": run, "reason": "preempt", "grace_period": 30}
+
+    async def body():
+        a, b = await greeted(token_a, node_a), await greeted(token_b, node_b)
+        await database_sync_to_async(send_many)(
+            [(node_a.pk, "signal", signal(1)), (node_b.pk, "signal", signal(2)),
+             (node_a.pk, "signal", signal(3))]
+        )  # fmt: skip
+        assert [(await a.receive())["run"] for _ in range(2)] == [1, 3]
+        assert (await b.receive())["run"] == 2
+        await a.close()
+        await b.close()
 
     run(body)
 

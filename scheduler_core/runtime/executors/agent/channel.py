@@ -4,7 +4,10 @@ executor after commit), which the consumer numbers and sends."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -21,12 +24,31 @@ SEND_TYPE = "agent.send"
 def send_now(node_id: int, type: str, body: dict[str, Any]) -> None:
     """Hand a protocol message (`type` and its fields) to the node's agent connection, if
     one is open (a node with none gets it again from the reconcile on its next hello)."""
+    send_many([(node_id, type, body)])
+
+
+def send_many(messages: Sequence[tuple[int, str, dict[str, Any]]]) -> None:
+    """Hand each (node, type, body) message to its node's agent connection, each node's
+    in order, in one call into the channel layer: outside an event loop (the worker) each
+    call starts a loop of its own and connects to Redis, so a reconcile's starts go
+    together."""
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not messages:
         return
-    try:
-        async_to_sync(layer.group_send)(
-            node_group(node_id), {"type": SEND_TYPE, "frame_type": type, "body": body}
-        )
-    except Exception:  # Redis down: the write stands; the agent's next hello catches up
-        logger.warning("could not send %s to node %s now", type, node_id, exc_info=True)
+    by_node: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for node_id, type, body in messages:
+        by_node[node_id].append({"type": SEND_TYPE, "frame_type": type, "body": body})
+
+    async def send_node(node_id: int, items: list[dict[str, Any]]) -> None:
+        try:
+            for item in items:
+                await layer.group_send(node_group(node_id), item)
+        except Exception:  # Redis down: the write stands; the agent's next hello catches up
+            logger.warning(
+                "could not send %d messages to node %s now", len(items), node_id, exc_info=True
+            )
+
+    async def send_all() -> None:
+        await asyncio.gather(*(send_node(n, items) for n, items in by_node.items()))
+
+    async_to_sync(send_all)()

@@ -58,16 +58,16 @@ class AgentExecutor:
     )
 
     def start(self, launches: Sequence[Launch]) -> None:
-        for launch in launches:
-            for pod in launch.pods:
-                channel.send_now(pod.node_id, "start", start_frame(launch, pod))
+        channel.send_many(
+            [(pod.node_id, "start", start_frame(launch, pod)) for launch in launches
+             for pod in launch.pods]
+        )  # fmt: skip
 
     def stop(self, stops: Sequence[Stop]) -> None:
-        for stop in stops:
-            channel.send_now(
-                stop.node_id, "signal",
-                {"run": stop.run_id, "reason": str(stop.reason), "grace_period": stop.grace_period},
-            )  # fmt: skip
+        channel.send_many(
+            [(stop.node_id, "signal", {"run": stop.run_id, "reason": str(stop.reason),
+                                       "grace_period": stop.grace_period}) for stop in stops]
+        )  # fmt: skip
 
     def observe(self, runs: Sequence[LiveRun], now: datetime) -> Observation:
         liveness = check_agent_nodes(now, backend=self.backend)

@@ -38,7 +38,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -62,6 +62,7 @@ from scheduler_core.runtime.executor import (
 from scheduler_core.runtime.launch import Launches
 
 logger = logging.getLogger(__name__)
+M = TypeVar("M", Allocation, PodRun)
 
 FULL = 1.0 + 1e-9  # a device's share, with room for rounding
 SEND_LOCK_CLASS = 0x46570001  # first key of the per-node send locks (pg_advisory_lock)
@@ -206,11 +207,12 @@ def _nodes_of(backend: str, runs: set[int]) -> set[int]:
 
 
 def lock_nodes(node_ids: list[int], backend: str) -> list[tuple[Node, list[PodRun]]]:
-    """The nodes `node_ids` of `backend`'s pools (those that exist) and their live runs,
-    locked for this transaction, in primary-key order. The locks keep the rows' keys
-    shareable: an agent's usage samples and events that refer to a node or a run still
-    commit meanwhile (with full locks they waited, and a reconcile waiting in turn for a
-    run such a commit had locked was a deadlock)."""
+    """The nodes `node_ids` of `backend`'s pools (those that exist), locked for this
+    transaction in primary-key order, and their live runs as they are now. The runs are
+    not locked: their agents' reports store them meanwhile (a run that ends unseen here
+    only keeps its devices held until that report's own reconcile); the runs this
+    reconcile changes are locked then (`_locked`). The node's lock keeps its key
+    shareable: its agent's usage samples and events still commit meanwhile."""
     nodes = list(
         Node.objects.select_for_update(of=("self",), no_key=True)
         .select_related("pool")
@@ -218,13 +220,18 @@ def lock_nodes(node_ids: list[int], backend: str) -> list[tuple[Node, list[PodRu
         .order_by("pk")
     )
     live: dict[int, list[PodRun]] = defaultdict(list)
-    for run in (
-        PodRun.objects.select_for_update(no_key=True)
-        .filter(node__in=nodes, state__in=LIVE_RUN_STATES)
-        .order_by("pk")
-    ):
+    for run in PodRun.objects.filter(node__in=nodes, state__in=LIVE_RUN_STATES).order_by("pk"):
         live[run.node_id].append(run)
     return [(node, live[node.pk]) for node in nodes]
+
+
+def _locked(model: type[M], rows: list[M], **still: Any) -> dict[int, M]:
+    """`rows` that still match `still`, read again and locked (in primary-key order)."""
+    if not rows:
+        return {}
+    query = model._default_manager.select_for_update(no_key=True)
+    found = query.filter(pk__in=[r.pk for r in rows], **still).order_by("pk")
+    return {r.pk: r for r in found}
 
 
 def _reconcile_nodes(
@@ -236,18 +243,21 @@ def _reconcile_nodes(
     up = {node.pk: (node, live) for node, live in locked if node.state != NodeState.DOWN}
     # (a down node's runs are lost; its allocations are gone or going)
     run = PodRun.objects.filter(allocation_id=OuterRef("pk"))
-    fresh: list[Allocation] = [
+    unstarted: list[Allocation] = [
         a
-        for a in Allocation.objects.select_for_update(of=("self",), no_key=True)
-        .filter(node_id__in=list(up))
+        for a in Allocation.objects.filter(node_id__in=list(up))
         .annotate(started=Exists(run))
         .order_by("pk")
         if not a.started
     ]
-    again = [
-        r for _, live in up.values() for r in live
-        if r.pk in resend and r.state == PodRunState.STARTING
-    ]  # fmt: skip
+    fresh = list(_locked(Allocation, unstarted).values())  # a cycle may be taking one away
+    again = list(
+        _locked(
+            PodRun,
+            [r for _, live in up.values() for r in live if r.pk in resend],
+            state=PodRunState.STARTING,
+        ).values()
+    )
     if not fresh and not again:
         return
     specs = Launches([a.workload_id for a in fresh] + [r.workload_id for r in again])
@@ -335,10 +345,15 @@ def _stop_unwanted(
     locked: list[tuple[Node, list[PodRun]]], work: _Pass, report: ReconcileReport
 ) -> None:
     """Stop every live run of the nodes that lost its allocation and was not told yet."""
-    unwanted = [
+    seen = [
         (node, r) for node, live in locked for r in live
         if r.allocation_id is None and r.stop_sent_at is None
     ]  # fmt: skip
+    still = _locked(
+        PodRun, [r for _, r in seen], state__in=LIVE_RUN_STATES, allocation__isnull=True,
+        stop_sent_at__isnull=True,
+    )  # fmt: skip
+    unwanted = [(node, still[r.pk]) for node, r in seen if r.pk in still]
     if not unwanted:
         return
     statuses = dict(

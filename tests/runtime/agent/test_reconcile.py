@@ -5,6 +5,7 @@ runs still wanted (docs/agent.md, "Desired and actual state: reconcile")."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -15,7 +16,7 @@ from django.utils import timezone
 from scheduler_core.choices import WorkloadStatus
 from scheduler_core.loop import triggers
 from scheduler_core.loop.cycle import run_cycle, run_scheduling_loop
-from scheduler_core.models import Node
+from scheduler_core.models import Node, PodRun
 from scheduler_core.models.agents import PodRunState
 from scheduler_core.runtime.reconcile import lock_nodes, reconcile
 from scheduler_core.runtime.tick import OWED_AFTER, tick
@@ -276,6 +277,40 @@ def test_a_usage_report_commits_while_its_node_is_being_reconciled(agents, submi
     reconciler.join(10)
     reporter.join(10)
     assert stored_meanwhile, "the usage report waited for the node's reconcile to end"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks: PostgreSQL's")
+def test_a_start_goes_out_while_another_run_of_its_node_is_being_reported(agents, submit):
+    """A cycle's starts for a node do not wait for its agent's report of another run that
+    is being stored (in a burst every node's reports are; the reconcile waited for each
+    of them when it locked every live run of the node)."""
+    first = submit("first")
+    agents.cycle()
+    (busy,) = runs_of(first)
+    held, release = threading.Event(), threading.Event()
+
+    def reporting():
+        with transaction.atomic():  # what storing a report of `busy` holds
+            PodRun.objects.select_for_update(no_key=True).get(pk=busy.pk)
+            held.set()
+            release.wait(10)
+
+    reporter = _in_thread(reporting)
+    assert held.wait(10)
+    try:
+        second = submit("second")
+        mark = len(agents.sent)
+        began = time.monotonic()
+        agents.cycle()
+        took = time.monotonic() - began
+    finally:
+        release.set()
+        reporter.join(10)
+    (run,) = runs_of(second)
+    assert run.node_id == busy.node_id  # packed beside it
+    assert [m.body["run"] for m in agents.starts(mark)] == [run.pk]
+    assert took < 5, f"the start waited {took:.1f} s for the other run's report"
 
 
 def test_the_tick_sends_only_the_starts_a_cycle_left_owed(agents, agent_cluster, settings):

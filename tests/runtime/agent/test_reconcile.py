@@ -246,6 +246,7 @@ def _in_thread(fn) -> threading.Thread:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks: PostgreSQL's")
 def test_a_usage_report_commits_while_its_node_is_being_reconciled(agents, submit):
     """While a reconcile holds a node and its live runs, the node's agent reports usage
     (rows that refer to both) and its report is stored at once. With full row locks the

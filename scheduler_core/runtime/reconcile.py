@@ -242,6 +242,13 @@ def _reconcile_nodes(
     _stop_unwanted(locked, work, report)
     up = {node.pk: (node, live) for node, live in locked if node.state != NodeState.DOWN}
     # (a down node's runs are lost; its allocations are gone or going)
+    again = list(
+        _locked(
+            PodRun,
+            [r for _, live in up.values() for r in live if r.pk in resend],
+            state=PodRunState.STARTING,
+        ).values()
+    )  # runs before allocations, as everywhere
     run = PodRun.objects.filter(allocation_id=OuterRef("pk"))
     unstarted: list[Allocation] = [
         a
@@ -251,13 +258,6 @@ def _reconcile_nodes(
         if not a.started
     ]
     fresh = list(_locked(Allocation, unstarted).values())  # a cycle may be taking one away
-    again = list(
-        _locked(
-            PodRun,
-            [r for _, live in up.values() for r in live if r.pk in resend],
-            state=PodRunState.STARTING,
-        ).values()
-    )
     if not fresh and not again:
         return
     specs = Launches([a.workload_id for a in fresh] + [r.workload_id for r in again])

@@ -145,10 +145,10 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
         self.sent_seq = 0  # frames this side sent
         self.processed = 0  # the last agent seq processed
         self.received = 0  # the last agent seq taken in (processed, or queued to be)
-        # run_state frames queued (None: an ack or a heartbeat behind them)
-        self.pending: list[tuple[int, reports.RunState | None]] = []
+        # frames queued to be stored together: a run_state's report, or an ack's or a
+        # heartbeat's type (QUEUED_SIGNS)
+        self.pending: list[tuple[int, reports.RunState | str]] = []
         self.flusher: asyncio.Task[None] | None = None
-        self.beat = False  # a heartbeat is queued
         self.inbox: asyncio.Queue[str | bytes] = asyncio.Queue(INBOX)
         self.reader = asyncio.create_task(self._read_inbox())
         self.greeted = False
@@ -302,9 +302,6 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
             if kind == "hello":
                 await self._on_hello(body)
                 return
-            if kind == "ack":
-                self.processed = frame["seq"]
-                return
             if kind == "error":
                 logger.warning("agent of %s reports %s: %s", node.name, body.code, body.message)
             elif kind == "log":
@@ -312,7 +309,7 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
             elif kind == "usage":
                 await self._on_usage(body)
         self.processed = frame["seq"]
-        await self._alive(force=kind == "heartbeat")
+        await self._alive()
         await self._send_frame("ack")
 
     async def _alive(self, *, force: bool = False) -> None:
@@ -376,8 +373,7 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
         if self.node is None:
             return False
         if kind in QUEUED_SIGNS:
-            self.pending.append((frame["seq"], None))
-            self.beat |= kind == "heartbeat"
+            self.pending.append((frame["seq"], kind))
         elif kind == "run_state":
             try:
                 body = validate(RunStateIn, frame)
@@ -403,8 +399,8 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
         last count as processed, and an `ack` says so (unless the batch held only acks)."""
         while self.pending and self.node is not None:
             batch, self.pending = self.pending, []
-            beat, self.beat = self.beat, False
-            states = [state for _, state in batch if state is not None]
+            states = [item for _, item in batch if isinstance(item, reports.RunState)]
+            beat = any(item == "heartbeat" for _, item in batch)
             try:
                 if states:
                     await database_sync_to_async(reports.runs_reported)(
@@ -459,7 +455,7 @@ class AgentConsumer(DirectDispatch, AsyncWebsocketConsumer):
     # --- channel layer -> agent ----------------------------------------------------------------
 
     async def agent_send(self, message: dict[str, Any]) -> None:
-        """A message for the agent (runtime.executors.agent.channel.send_now): send it."""
+        """A message for the agent (runtime.executors.agent.channel.send_many): send it."""
         if self.node is None:
             return
         await self._send_frame(message["frame_type"], **message.get("body", {}))

@@ -282,17 +282,24 @@ def _runs_for(
     """New epochs for the starts sent again and new runs for the fresh allocations whose
     devices are free, node by node; written at once (the runs, the nodes' last epochs)."""
     epochs = {pk: node.last_epoch for pk, (node, _) in up.items()}
+    resent, placed = _by_node(again), _by_node(fresh)
     new_runs: list[PodRun] = []
     for pk, (node, live) in up.items():
-        _new_epochs(node, [r for r in again if r.node_id == pk])
-        mine = [a for a in fresh if a.node_id == pk]
-        new_runs += _new_runs(node, live, mine, specs, work, report)
+        _new_epochs(node, resent[pk])
+        new_runs += _new_runs(node, live, placed[pk], specs, work, report)
     if new_runs:
         PodRun.objects.bulk_create(new_runs)
         # (bulk_create sets primary keys on PostgreSQL and SQLite alike)
     moved = [node for pk, (node, _) in up.items() if node.last_epoch != epochs[pk]]
     update_rows(moved, ["last_epoch"])
     return new_runs
+
+
+def _by_node(rows: list[M]) -> dict[int, list[M]]:
+    grouped: dict[int, list[M]] = defaultdict(list)
+    for row in rows:
+        grouped[row.node_id].append(row)
+    return grouped
 
 
 def _new_epochs(node: Node, runs: list[PodRun]) -> None:

@@ -20,15 +20,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler_core.choices import PLACED_STATES, EventType, WorkloadStatus
-from scheduler_core.db.bulk_writes import delete_rows, update_rows
+from scheduler_core.db.bulk_writes import update_rows
 from scheduler_core.db.locked_workload import LockedWorkload
 from scheduler_core.engine import transitions
 from scheduler_core.engine.transitions import Cause, Requeue
 from scheduler_core.live_events.batch import EventBatch
 from scheduler_core.live_events.recording import event_record
 from scheduler_core.loop.triggers import request_cycle
-from scheduler_core.models import Allocation, Node, Workload
+from scheduler_core.models import Node, Workload
 from scheduler_core.models.versioned import bump_version
+from scheduler_core.services.workloads import workloads_release
 
 # What completing a workload reads, writes and publishes of it.
 COMPLETION_FIELDS = (
@@ -46,19 +47,6 @@ class Completion:
     workload_id: int
     started_at: datetime | None
     finished_at: datetime
-
-
-def _free_pods(workload_ids: list[int]) -> dict[int, int]:
-    """Delete the workloads' allocations (their devices are free; a run still on them
-    keeps running until it is stopped): one read, then two set-based statements. Returns
-    each workload's pool."""
-    rows = list(
-        Allocation.objects.filter(workload_id__in=workload_ids).values_list(
-            "pk", "workload_id", "node__pool_id"
-        )
-    )
-    delete_rows(Allocation, [pk for pk, _, _ in rows])
-    return {workload_id: pool_id for _, workload_id, pool_id in rows}
 
 
 def finish_run(
@@ -95,7 +83,7 @@ def workloads_complete(
         if not workloads:
             return []
         ids = [w.pk for w in workloads]
-        pools = _free_pods(ids)
+        pools = workloads_release(ids)
         batch = EventBatch(timezone.now())
         for w in workloads:
             reason = finish_run(w, finished_at=wanted[w.pk].finished_at, duration=w.duration)
@@ -145,7 +133,7 @@ def workload_fail(*, workload: Workload, reason: str, at: datetime | None = None
                     f"this one is {workload.status}"
                 }
             )
-        pool_id = _free_pods([workload.pk]).get(workload.pk)
+        pool_id = workloads_release([workload.pk]).get(workload.pk)
         transitions.fail(workload, at=at or timezone.now())
         workload.save()
         batch = EventBatch(timezone.now())
@@ -180,7 +168,7 @@ def workload_requeue(
     locked): its pods are freed, it keeps its last checkpoint and goes back to the queue,
     or fails for good once `cause` used up its restarts (engine.transitions). Records the
     stop's event (and the failure's), and asks for a cycle after commit."""
-    Allocation.objects.filter(workload=workload).delete()
+    workloads_release([workload.pk])
     kept = transitions.progress_kept(
         spec=workload.spec, progress=workload.progress_seconds, started_at=workload.started_at,
         stopped_at=at,

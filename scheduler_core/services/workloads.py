@@ -19,6 +19,7 @@ from scheduler_core.choices import (
     WorkloadKind,
     WorkloadStatus,
 )
+from scheduler_core.db.bulk_writes import delete_rows
 from scheduler_core.engine import transitions
 from scheduler_core.live_events.batch import EventBatch
 from scheduler_core.live_events.recording import event_record
@@ -257,7 +258,20 @@ def _require_actor(user, workload: Workload) -> None:
 
 def workload_release(workload: Workload) -> None:
     """Free a workload's pods (no event, no cycle): used when it stops running."""
-    Allocation.objects.filter(workload=workload).delete()
+    workloads_release([workload.pk])
+
+
+def workloads_release(workload_ids: list[int]) -> dict[int, int]:
+    """Free the workloads' pods (no event, no cycle; a run still on them keeps running
+    until it is stopped): one read, then two set-based statements. Returns each
+    workload's pool."""
+    rows = list(
+        Allocation.objects.filter(workload_id__in=workload_ids).values_list(
+            "pk", "workload_id", "node__pool_id"
+        )
+    )
+    delete_rows(Allocation, [pk for pk, _, _ in rows])
+    return {workload_id: pool_id for _, workload_id, pool_id in rows}
 
 
 def workload_cancel(*, user, workload: Workload) -> Workload:

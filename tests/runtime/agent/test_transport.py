@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from scheduler_core.choices import NodeState
 from scheduler_core.models import GpuSample, LogChunk, Node, PodRun, RunUsageSample
-from scheduler_core.runtime.executors.agent.channel import send_many, send_now
+from scheduler_core.runtime.executors.agent.channel import send_many
 from scheduler_core.services.agents import join_token_create, node_credential_revoke
 from tests import factories
 from tests.runtime.agent.fake_agent import FakeAgent, registration
@@ -184,8 +184,8 @@ def test_a_start_goes_out_while_the_agents_own_frames_wait_for_the_database(regi
         try:
             # stored on the database thread: it waits
             chunk = await agent.send("log", run=pod.pk, offset=0, data="aGVsbG8K")
-            await sync_to_async(send_now, thread_sensitive=False)(
-                node.pk, "signal", {"run": 7, "reason": "preempt", "grace_period": 30}
+            await sync_to_async(send_many, thread_sensitive=False)(
+                [(node.pk, "signal", {"run": 7, "reason": "preempt", "grace_period": 30})]
             )
             signal = json.loads(await agent.ws.receive_from(timeout=2))
             assert signal["type"] == "signal" and signal["run"] == 7
@@ -277,8 +277,8 @@ def test_group_messages_reach_the_agent_as_numbered_frames(register):
 
     async def body():
         agent = await greeted(token, node)  # the welcome was frame 1
-        await database_sync_to_async(send_now)(
-            node.pk, "signal", {"run": 7, "reason": "preempt", "grace_period": 30}
+        await database_sync_to_async(send_many)(
+            [(node.pk, "signal", {"run": 7, "reason": "preempt", "grace_period": 30})]
         )
         signal = await agent.receive()
         assert signal["type"] == "signal" and signal["seq"] == 2 and signal["run"] == 7

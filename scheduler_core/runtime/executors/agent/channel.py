@@ -1,5 +1,5 @@
 """How the server side reaches a node's agent: the consumer serving that node's websocket
-joins `node_group(node_id)`; `send_now` hands it a message (the reconcile calls the
+joins `node_group(node_id)`; `send_many` hands it messages (the reconcile calls the
 executor after commit), which the consumer numbers and sends."""
 
 from __future__ import annotations
@@ -21,17 +21,12 @@ logger = logging.getLogger(__name__)
 SEND_TYPE = "agent.send"
 
 
-def send_now(node_id: int, type: str, body: dict[str, Any]) -> None:
-    """Hand a protocol message (`type` and its fields) to the node's agent connection, if
-    one is open (a node with none gets it again from the reconcile on its next hello)."""
-    send_many([(node_id, type, body)])
-
-
 def send_many(messages: Sequence[tuple[int, str, dict[str, Any]]]) -> None:
-    """Hand each (node, type, body) message to its node's agent connection, each node's
-    in order, in one call into the channel layer: outside an event loop (the worker) each
-    call starts a loop of its own and connects to Redis, so a reconcile's starts go
-    together."""
+    """Hand each (node, protocol message type, its fields) to the node's agent
+    connection, if one is open (a node with none gets it again from the reconcile on its
+    next hello), each node's in order, in one call into the channel layer: outside an
+    event loop (the worker) each call starts a loop of its own and connects to Redis, so a
+    reconcile's starts go together."""
     layer = get_channel_layer()
     if layer is None or not messages:
         return

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from benchmarks.slurm_vs_fairway import slurm_alone
 from benchmarks.slurm_vs_fairway.cluster import ROOT, BenchSlurm
+from benchmarks.slurm_vs_fairway.latency import allocations, launch_latency, starts
 from benchmarks.slurm_vs_fairway.stamps import tally
 from scheduler_core.whatif.replay import ENGINE, replay_trace, trace_config
 from scheduler_core.whatif.run_figures import RunFigures, figures_table
@@ -115,7 +116,7 @@ def run_engine(jobs: list[TraceJob], cluster: TraceCluster) -> tuple[RunFigures,
 
 def run_slurm(
     jobs: list[TraceJob], cluster: TraceCluster, args: argparse.Namespace, bench: BenchSlurm
-) -> tuple[RunFigures, float]:
+) -> tuple[RunFigures, str]:
     client = bench.start()
     bench.add_accounts(client, cluster.quotas)
     stamps = args.slurm_dir / "stamps-slurm"
@@ -129,7 +130,12 @@ def run_slurm(
         log=log,
     )  # fmt: skip
     spent = bench.controller_cpu_seconds() - cpu
-    return tally(submitted, cluster, t0, args.compression), spent
+    allocated = allocations(bench.directory / "log" / "slurmctld.log", t0 - 2.0)
+    began = {item.job_id: starts(item.stamp) for item in submitted if item.job_id is not None}
+    text = f"slurmctld {spent:.1f} s; allocation to process start p50 " + launch_latency(
+        allocated, began
+    )
+    return tally(submitted, cluster, t0, args.compression), text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,8 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = BenchSlurm(args.slurm_dir, args.nodes, 8)
     try:
         if "slurm" in sides:
-            runs["slurm alone"], spent = run_slurm(jobs, cluster, args, bench)
-            cpu["slurm alone"] = f"slurmctld {spent:.1f} s"
+            runs["slurm alone"], cpu["slurm alone"] = run_slurm(jobs, cluster, args, bench)
             log("slurm alone: done")
         if "fairway" in sides:
             fairway = fairway_side()
@@ -172,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in figures_table(runs):
         print(line)
     width = max(len(k) for k in cpu) if cpu else 0
-    print("scheduler CPU time:")
+    print("scheduler CPU time, and how long a job takes to start:")
     for label, text in cpu.items():
         print(f"  {label.ljust(width)}  {text}")
     print(

@@ -7,14 +7,13 @@ the benchmark's directory) without a broker: every change asks for a cycle, whic
 runs at once in this process (as the worker would), and every LOOP_SECONDS a runtime tick
 (the Slurm executor's observe: nodes, jobs, releases, logs) and a safety-net cycle, as the
 beat sends them. `scontrol release` is timed here to print how long a released job takes
-to start its process."""
+to start its process, and where that time goes (benchmarks.slurm_vs_fairway.latency)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import resource
-import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -25,7 +24,14 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from benchmarks.slurm_vs_fairway.cluster import PARTITION, BenchSlurm, account
-from benchmarks.slurm_vs_fairway.stamps import Submitted, job_command, read_stamps, tally
+from benchmarks.slurm_vs_fairway.latency import (
+    allocations,
+    first_after,
+    p50_p95,
+    release_split,
+    starts,
+)
+from benchmarks.slurm_vs_fairway.stamps import Submitted, job_command, tally
 from scheduler_core.choices import TERMINAL_STATES, Backend
 from scheduler_core.loop.triggers import send_cycle_task
 from scheduler_core.models import PodRun, Workload
@@ -111,11 +117,12 @@ def run(
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     commands = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     spent_ctld = bench.controller_cpu_seconds() - ctld
-    firsts = {item.job.name: _starts(item.stamp) for item in submitted}
+    firsts = {item.job.name: starts(item.stamp) for item in submitted}
+    allocated = allocations(bench.directory / "log" / "slurmctld.log", t0 - 2.0)
     text = (
         f"fairway {used:.1f} s (+ its Slurm commands {commands:.1f} s), slurmctld "
         f"{spent_ctld:.1f} s; placement to process start p50 {_placement_latency(firsts)}; "
-        f"release to process start p50 {_release_latency(firsts, released)}"
+        + release_split(released, allocated, _by_job(firsts))
     )
     return tally(submitted, cluster, t0, args.compression), text
 
@@ -135,10 +142,6 @@ def _drive(
         began = time.monotonic()
         _step()
         time.sleep(max(0.0, LOOP_SECONDS - (time.monotonic() - began)))
-
-
-def _starts(stamp: Path) -> list[float]:
-    return [at for kind, at in read_stamps(stamp) if kind == "s"]
 
 
 @contextlib.contextmanager
@@ -166,35 +169,16 @@ def _placement_latency(firsts: dict[str, list[float]]) -> str:
     for name, created in PodRun.objects.filter(group="main", pod_index=0).values_list(
         "workload__name", "created_at"
     ):
-        gap = _first_after(firsts.get(name, []), created.timestamp())
+        gap = first_after(firsts.get(name, []), created.timestamp())
         if gap is not None:
             gaps.append(gap)
-    return _p50_p95(gaps)
+    return p50_p95(gaps)
 
 
-def _release_latency(firsts: dict[str, list[float]], released: list[tuple[int, float]]) -> str:
-    """From `scontrol release` of a pod group's job to its process's first line."""
+def _by_job(firsts: dict[str, list[float]]) -> dict[int, list[float]]:
+    """The process start times of each Slurm job (its pod group's first pod's)."""
     names = dict(
         PodRun.objects.filter(group="main", pod_index=0).exclude(external_id="")
         .values_list("external_id", "workload__name")
     )  # fmt: skip
-    gaps = []
-    for job_id, at in released:
-        name = names.get(str(job_id))
-        gap = None if name is None else _first_after(firsts.get(name, []), at)
-        if gap is not None:
-            gaps.append(gap)
-    return _p50_p95(gaps)
-
-
-def _first_after(starts: list[float], at: float) -> float | None:
-    later = [s for s in starts if s >= at - 0.05]
-    return min(later) - at if later else None
-
-
-def _p50_p95(gaps: list[float]) -> str:
-    if not gaps:
-        return "-"
-    gaps.sort()
-    p95 = gaps[min(len(gaps) - 1, int(0.95 * len(gaps)))]
-    return f"{statistics.median(gaps):.2f} s (p95 {p95:.2f} s, n={len(gaps)})"
+    return {int(job_id): firsts.get(name, []) for job_id, name in names.items()}

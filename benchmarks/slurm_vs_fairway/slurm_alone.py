@@ -52,12 +52,11 @@ def replay(
             time.sleep(delay)
         stamp = stamps / f"{job.name}.txt"
         at = time.time()
-        ids.append(
-            client.submit(
-                request(job, job.duration / compression, stamp, gpus_per_node), hold=False
-            )
+        job_id = client.submit(
+            request(job, job.duration / compression, stamp, gpus_per_node), hold=False
         )
-        submitted.append(Submitted(job, at, stamp))
+        ids.append(job_id)
+        submitted.append(Submitted(job, at, stamp, job_id))
     log(f"slurm alone: {len(ids)} jobs submitted in {time.time() - t0:.0f} s")
     wanted = set(ids)
     while True:

@@ -37,6 +37,7 @@ class Submitted:
     job: TraceJob
     at: float
     stamp: Path
+    job_id: int | None = None  # Slurm's id, where the driver submitted it to Slurm itself
 
 
 def read_stamps(path: Path) -> list[tuple[str, float]]:

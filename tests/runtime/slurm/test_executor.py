@@ -12,7 +12,7 @@ import pytest
 from scheduler_core.choices import NodeState, WorkloadStatus
 from scheduler_core.loop.cycle import run_cycle
 from scheduler_core.models import Node, PodRun
-from scheduler_core.runtime.executors.slurm.client import SlurmClient
+from scheduler_core.runtime.executors.slurm.client import JOB_PATH, SlurmClient
 from scheduler_core.runtime.tick import tick
 from scheduler_core.services.workloads import workload_cancel
 from tests.runtime.slurm.conftest import PARTITION, logs, settle, status, submit
@@ -56,6 +56,19 @@ def test_a_workload_runs_as_a_slurm_job_with_its_gpus_and_its_logs(slurm_pool):
     assert run.external_id.isdigit() and run.exit_code == 0
     assert len(run.gpu_devices) == 2
     assert f"gpus={','.join(map(str, run.gpu_devices))}" in logs(w)
+
+
+def test_a_job_sees_none_of_fairways_environment(slurm_pool, monkeypatch):
+    """A job takes the environment sbatch runs with (--export=ALL: launching it does not
+    load the user's environment, which cost up to a second), and Fairway gives sbatch
+    only PATH and SLURM_CONF: none of the server's own variables reach a pod."""
+    monkeypatch.setenv("FAIRWAY_SERVER_SECRET", "do-not-leak")
+    w = submit(slurm_pool, "high", "env", 'env | sort; echo "path=$PATH"')
+    settle(lambda: status(w) == WorkloadStatus.COMPLETED)
+    out = logs(w)
+    assert "FAIRWAY_SERVER_SECRET" not in out and "DATABASE_URL" not in out
+    assert f"path={JOB_PATH}" in out
+    assert "SLURM_JOB_ID=" in out  # Slurm's own variables are there
 
 
 PEER = """

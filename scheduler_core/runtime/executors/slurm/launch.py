@@ -14,6 +14,9 @@ node's CUDA_VISIBLE_DEVICES (several pods may share a node), sets the pod's vari
 
 Pinnable nodes (one GRES type per device index, `gpu:g3:1`) get exactly the devices
 Fairway chose; on others Slurm picks `gpu:N` and Fairway records what it reports.
+
+A job's environment: what `sbatch` runs with (`--export=ALL`; the client keeps that to
+PATH and SLURM_CONF: client.py), Slurm's own SLURM_* variables, and what the script sets.
 """
 
 from __future__ import annotations
@@ -22,9 +25,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from scheduler_core.runtime.executors.slurm.client import JobRequest
-
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+from scheduler_core.runtime.executors.slurm.client import JOB_PATH, JobRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,7 @@ def job_request(launch: RunLaunch) -> JobRequest:
     shares = by_node(launch.pods)
     common = [
         "-p", launch.partition, "-J", launch.tag, "--comment", launch.comment,
-        "--no-requeue", "--export=NIL", "-o", launch.batch_log, "-e", launch.batch_log,
+        "--no-requeue", "--export=ALL", "-o", launch.batch_log, "-e", launch.batch_log,
         *launch.extra_options,
     ]  # fmt: skip
     if len(launch.pods) == 1:
@@ -192,13 +193,13 @@ def batch_script(launch: RunLaunch, *, srun: list[str] | None) -> str:
     head = [
         "#!/bin/bash",
         f"# Fairway run {launch.tag} ({launch.comment})",
-        f'export PATH="${{PATH:-{DEFAULT_PATH}}}"',
+        f'export PATH="${{PATH:-{JOB_PATH}}}"',
         f"cd {shlex.quote(launch.workdir)} 2>/dev/null || cd /tmp",
     ]
     if srun is None:
         return "\n".join(head) + "\n" + pod_script(launch)
     tasks = [
-        "export SLURM_EXPORT_ENV=ALL",  # the job was submitted with NIL; tasks get PATH
+        "export SLURM_EXPORT_ENV=ALL",  # the tasks get the job's environment
         "exec srun --kill-on-bad-exit=1 --wait=0 " + " ".join(srun) + " /bin/bash -c "
         + shlex.quote(pod_script(launch)),
     ]  # fmt: skip

@@ -115,8 +115,8 @@ def run_scheduling_loop(
     budget = settings.SCHEDULER_LOOP_SECONDS if seconds is None else seconds
     end = time.monotonic() + budget
     reports = []
-    triggers.loop_started(budget)
     try:
+        triggers.loop_started(budget)
         while True:
             triggers.take_follow_up()
             report = _run_locked(lock, None, state)

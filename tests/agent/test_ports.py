@@ -55,12 +55,21 @@ def test_ports_of_live_runs_are_not_given_again_and_survive_an_agent_restart(tmp
     runs.start(start_msg(2, 2, pod(SERVE_THEN_WAIT), ports=["web"]))
     second = running(runs, 2).ports or {}
     assert first["web"] != second["web"]
-    with socket.create_connection(("127.0.0.1", first["web"]), timeout=5):
-        pass  # the pod listens where it was told
+    wait_for(lambda: _listening(first["web"]), what="the pod to listen where it was told")
     again = manager(tmp_path / "state")  # the agent restarts: it adopts its runs
     assert again.runs["1"].status.ports == first
     for run in (1, 2):
         (run_dir(runs, run) / "work/go").touch()
+
+
+def _listening(port: int) -> bool:
+    """Whether something accepts connections on the port (a pod binds a moment after it
+    is reported running)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except ConnectionRefusedError:
+        return False
+    return True
 
 
 def test_bad_port_names_fail_the_start_and_say_why(tmp_path):

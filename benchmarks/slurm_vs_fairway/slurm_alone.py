@@ -45,7 +45,6 @@ def replay(
     """Submit every job at its arrival (t0 + submitted / compression), then wait until
     Slurm has none left."""
     submitted: list[Submitted] = []
-    ids: list[int] = []
     for job in jobs:
         delay = t0 + job.submitted / compression - time.time()
         if delay > 0:
@@ -55,10 +54,9 @@ def replay(
         job_id = client.submit(
             request(job, job.duration / compression, stamp, gpus_per_node), hold=False
         )
-        ids.append(job_id)
         submitted.append(Submitted(job, at, stamp, job_id))
-    log(f"slurm alone: {len(ids)} jobs submitted in {time.time() - t0:.0f} s")
-    wanted = set(ids)
+    log(f"slurm alone: {len(submitted)} jobs submitted in {time.time() - t0:.0f} s")
+    wanted = {item.job_id for item in submitted}
     while True:
         left = [j for j in client.jobs() if j.root_id in wanted and not j.ended]
         if not left:

@@ -256,15 +256,10 @@ def _require_actor(user, workload: Workload) -> None:
         raise PermissionDenied(f"you cannot act on workloads of project {workload.project}")
 
 
-def workload_release(workload: Workload) -> None:
-    """Free a workload's pods (no event, no cycle): used when it stops running."""
-    workloads_release([workload.pk])
-
-
 def workloads_release(workload_ids: list[int]) -> dict[int, int]:
-    """Free the workloads' pods (no event, no cycle; a run still on them keeps running
-    until it is stopped): one read, then two set-based statements. Returns each
-    workload's pool."""
+    """Free the workloads' pods when they stop running (no event, no cycle; a run still
+    on them keeps running until it is stopped): one read, then two set-based statements.
+    Returns each workload's pool."""
     rows = list(
         Allocation.objects.filter(workload_id__in=workload_ids).values_list(
             "pk", "workload_id", "node__pool_id"
@@ -281,7 +276,7 @@ def workload_cancel(*, user, workload: Workload) -> Workload:
         workload = _locked(workload)
         if workload.status in TERMINAL_STATES:
             raise Conflict({"status": f"workload is already {workload.status}"})
-        workload_release(workload)
+        workloads_release([workload.pk])
         transitions.cancel(workload, at=timezone.now())
         workload.save()
         event_record(
@@ -327,7 +322,7 @@ def workload_suspend(*, user, workload: Workload) -> Workload:
                     f"suspended; this one is {workload.status}"
                 }
             )
-        workload_release(workload)
+        workloads_release([workload.pk])
         transitions.suspend(workload, why="suspended by a user")
         workload.save()
         event_record(

@@ -1,32 +1,7 @@
 """Fairway deciding with Slurm executing against Slurm alone (fair-share, backfill), on the
 same slice of the Philly trace and the same local Slurm: `python -m
-benchmarks.slurm_vs_fairway [--quick]`. See __main__ for what it prints."""
+benchmarks.slurm_vs_fairway [--quick]`. See run.py for what it prints.
 
-from __future__ import annotations
-
-import logging
-import os
-from pathlib import Path
-
-import django
-
-BENCH_DIR = Path(__file__).resolve().parents[2] / "var" / "slurm-bench"
-
-
-def _own_database() -> str:
-    """A database of the benchmark's own, fresh each run (never the one DATABASE_URL
-    names): SQLite under BENCH_DIR, or FAIRWAY_BENCH_DATABASE_URL."""
-    BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    path = BENCH_DIR / "fairway.sqlite3"
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    return os.environ.get("FAIRWAY_BENCH_DATABASE_URL", f"sqlite:///{path}")
-
-
-# the executor lives in scheduler_core.runtime, which imports the models: Django is set up
-# before anything of this package is imported
-os.environ["DATABASE_URL"] = _own_database()
-os.environ.pop("REDIS_URL", None)  # no broker: cycles run in this process (eager Celery)
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django.setup()
-logging.getLogger("celery").setLevel(logging.WARNING)  # a line per eager cycle otherwise
+Importing this package changes nothing in the process: `standalone.configure()` (what
+`python -m` runs first) gives the benchmark its own database and no broker.
+"""

@@ -335,6 +335,9 @@ SCHEDULER_CYCLE_QUEUE = env.str("SCHEDULER_CYCLE_QUEUE", default="")
 SCHEDULER_LOOP_SECONDS = env.float("SCHEDULER_LOOP_SECONDS", default=10.0)
 SCHEDULER_LOOP_WAIT = env.float("SCHEDULER_LOOP_WAIT", default=1.0)
 SCHEDULER_LOOP_POLL = env.float("SCHEDULER_LOOP_POLL", default=0.01)
+# ... and with nothing wanted, it lingers this many seconds for a request before it stops
+# (agents' reports come one after the other: one loop schedules them, not a task each).
+SCHEDULER_LOOP_LINGER = env.float("SCHEDULER_LOOP_LINGER", default=1.0)
 # A cycle takes in at most this many waiting workloads it has not seen before (the longest
 # waiting first); a flood of submissions is so taken in over a few short cycles, which
 # follow one another at once (0: no bound).

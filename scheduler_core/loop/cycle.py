@@ -101,7 +101,10 @@ def run_scheduling_loop(
     A cycle is wanted when something changed (a request arrived since the last cycle read
     the database) or, with `wait`, when a simulated run ends within SCHEDULER_LOOP_WAIT
     seconds: the loop waits for that moment, still holding the lock, and wakes early for a
-    request (see _wait_for_next_cycle). Freed GPUs are so refilled at once. At the end
+    request (see _wait_for_next_cycle). Freed GPUs are so refilled at once. With nothing
+    wanted, it lingers SCHEDULER_LOOP_LINGER seconds for a request before it stops: the
+    runs of node agents end when their reports come, and a loop that waits for them
+    needs no task, no lock taken again and no connection of its own for each. At the end
     the lock is released and a request that is still open is handed to a new task, so
     other tasks on this worker get their turn.
     """
@@ -113,6 +116,7 @@ def run_scheduling_loop(
     end = time.monotonic() + budget
     reports = []
     try:
+        triggers.loop_started(budget)
         while True:
             triggers.take_follow_up()
             report = _run_locked(lock, None, state)
@@ -120,6 +124,7 @@ def run_scheduling_loop(
             if not _wait_for_next_cycle(end, report, wait):
                 break
     finally:
+        triggers.loop_stopped()
         _release(lock)
     return reports
 
@@ -150,8 +155,11 @@ def _wait_for_next_cycle(end: float, report: CycleReport, wait: bool) -> bool:
     whether a request is open (checked every SCHEDULER_LOOP_POLL seconds): at once for
     a request while GPUs are idle and no run ends sooner than a cycle takes, else when
     the run ends that it is worth waiting for. So freed GPUs are refilled as they are
-    freed, and no request waits longer than about one cycle more.
+    freed, and no request waits longer than about one cycle more. With nothing wanted it
+    still waits for a request until SCHEDULER_LOOP_LINGER seconds have passed (`wait`
+    only).
     """
+    linger = time.monotonic() + (settings.SCHEDULER_LOOP_LINGER if wait else 0.0)
     cycle_seconds = report.record.duration_seconds if report.record else 0.0
     offset = time.monotonic() - timezone.now().timestamp()
     weights: dict[float, float] = defaultdict(float)  # runs started together end together
@@ -168,7 +176,11 @@ def _wait_for_next_cycle(end: float, report: CycleReport, wait: bool) -> bool:
             horizon=settings.SCHEDULER_LOOP_WAIT,
         )  # fmt: skip
         if delay is None:
-            return False  # nothing soon: the runtime tick and the beat cover later runs
+            if now >= min(linger, end):
+                return False  # nothing soon: the runtime tick and the beat cover later runs
+            delay = min(linger, end) - now  # linger: a request may still come
+            time.sleep(min(settings.SCHEDULER_LOOP_POLL, delay))
+            continue
         if now + delay >= end:  # out of time, not out of work: a new task carries on
             triggers.want_follow_up()
             return False

@@ -11,7 +11,12 @@ after commit. Requests are coalesced without losing any:
   checks it after releasing the lock and enqueues exactly one follow-up.
 
 - every request also leaves the "follow-up wanted" mark, which a worker's scheduling loop
-  (scheduler_core.loop.cycle.run_scheduling_loop) watches between its cycles.
+  (scheduler_core.loop.cycle.run_scheduling_loop) watches between its cycles;
+- while a loop runs it says so (the "loop running" mark): a request then only leaves the
+  follow-up mark, which the loop runs, or hands to a new task when it stops (it drops its
+  own mark first, then takes the follow-up: a request that saw the loop running left its
+  mark before). A stream of agents' reports is so scheduled by one loop, not a task per
+  report, each taking the cycle lock on a connection of its own.
 
 So a burst of a thousand submissions causes a handful of cycles, and the last change of
 any burst is always seen by a cycle that starts after it.
@@ -39,6 +44,7 @@ CYCLE_TASK = "scheduler_core.loop.tasks.run_cycle_task"
 
 QUEUED_TTL = 30  # a lost task stops suppressing requests after this; beat covers the gap
 FOLLOW_UP_TTL = 120
+LOOP_MARK_MARGIN = 30  # seconds a dead loop's mark outlives its budget; beat covers the gap
 
 
 def _key(name: str) -> str:
@@ -61,7 +67,30 @@ def request_cycle() -> None:
 def _requested() -> None:
     # A worker's scheduling loop runs the follow-up itself; otherwise the task does.
     want_follow_up()
-    enqueue_cycle()
+    if not loop_running():
+        enqueue_cycle()
+
+
+def loop_key() -> str:
+    return _key("loop")
+
+
+@on_redis_outage(None, "requests enqueue tasks as usual")
+def loop_started(seconds: float) -> None:
+    """A scheduling loop holds the cycle lock for up to `seconds` (and one cycle more):
+    requests leave their follow-up mark for it and enqueue no task."""
+    cache.set(loop_key(), 1, timeout=int(seconds) + LOOP_MARK_MARGIN)
+
+
+@on_redis_outage(None, "its mark expires by itself")
+def loop_stopped() -> None:
+    """Called by a loop before it takes the last follow-up (see the module docstring)."""
+    cache.delete(loop_key())
+
+
+@on_redis_outage(False, "the request enqueues a task")
+def loop_running() -> bool:
+    return cache.get(loop_key()) is not None
 
 
 @on_redis_outage(False, "the beat will run the cycle")

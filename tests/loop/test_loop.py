@@ -125,6 +125,41 @@ def test_a_loop_ends_when_nothing_is_wanted_soon(cluster, submit, sent, loop_set
     assert time.monotonic() - started < 1.5
 
 
+def test_a_loop_lingers_for_the_next_request_and_no_task_is_queued_for_it(
+    cluster, submit, sent, loop_settings
+):
+    """Node agents' runs end when their reports come: a loop with nothing wanted waits
+    SCHEDULER_LOOP_LINGER seconds for the next request, which runs in it (no task on the
+    queue, no lock taken again); once the loop stops, a request queues a task again."""
+    loop_settings.SCHEDULER_LOOP_LINGER = 1.0
+    submit("vision", "first", gpus=8)
+    sent.clear()
+    triggers.cycle_task_started()  # as the task that runs the loop does first
+
+    def submit_soon():
+        time.sleep(0.4)
+        try:
+            submit("nlp", "late", gpus=2)
+        finally:
+            connection.close()  # this thread's own connection
+
+    helper = threading.Thread(target=submit_soon)
+    helper.start()
+    started = time.monotonic()
+    try:
+        reports = cycle.run_scheduling_loop()
+    finally:
+        helper.join()
+
+    assert len(reports) == 2
+    assert Workload.objects.get(name="late").status == WorkloadStatus.RUNNING
+    assert sent == []  # the loop ran it: no task was queued for the late submission
+    # it lingered a second after its last cycle, then stopped
+    assert 1.3 < time.monotonic() - started < 3
+    submit("nlp", "after", gpus=2)
+    assert sent == [1]
+
+
 def test_a_loop_gives_way_when_another_worker_holds_the_lock(cluster, sent, loop_settings):
     holder = new_cycle_lock()
     assert holder.acquire()

@@ -75,6 +75,19 @@ def test_a_cycle_that_finds_a_follow_up_request_enqueues_it_when_done(cluster, s
     assert len(sent) == 1
 
 
+def test_a_request_while_a_loop_runs_only_leaves_its_follow_up_mark(
+    cluster, submit, sent, django_capture_on_commit_callbacks
+):
+    triggers.loop_started(10)
+    triggers.take_follow_up()
+    with django_capture_on_commit_callbacks(execute=True):
+        submit("vision", "w", gpus=1)
+    assert sent == [] and triggers.follow_up_wanted()  # the loop will run it
+    triggers.loop_stopped()  # the loop stops, then takes the follow-up and queues a task
+    assert triggers.take_follow_up() and triggers.enqueue_cycle()
+    assert len(sent) == 1
+
+
 def test_autorun_off_enqueues_nothing(cluster, settings, monkeypatch):
     calls = []
     monkeypatch.setattr(triggers, "send_cycle_task", lambda: calls.append(1))

@@ -11,10 +11,13 @@ from fairway_agent.containers import container_argv
 
 from tests.agent.helpers import WAIT_FOR_GO, manager, pod, run_dir, start_msg, wait_for
 
-PRINT_PORTS = """
+PRINT_PORTS_THEN_WAIT = (
+    """
 import json, os
-print(json.dumps({k: v for k, v in os.environ.items() if k.startswith("FAIRWAY_PORT")}))
+print(json.dumps({k: v for k, v in os.environ.items() if k.startswith("FAIRWAY_PORT")}), flush=True)
 """
+    + WAIT_FOR_GO  # a pod that ended at once could be seen exited, never running
+)
 SERVE_THEN_WAIT = (
     """
 import os, socket
@@ -35,7 +38,7 @@ def running(runs, run):
 
 def test_each_port_gets_a_free_port_in_the_pods_environment(tmp_path):
     runs = manager(tmp_path / "state")
-    runs.start(start_msg(1, 1, pod(PRINT_PORTS), ports=["web", "tensor-board"]))
+    runs.start(start_msg(1, 1, pod(PRINT_PORTS_THEN_WAIT), ports=["web", "tensor-board"]))
     status = running(runs, 1)
     ports = status.ports or {}
     assert sorted(ports) == ["tensor-board", "web"] and len(set(ports.values())) == 2
@@ -46,6 +49,7 @@ def test_each_port_gets_a_free_port_in_the_pods_environment(tmp_path):
     assert env["FAIRWAY_PORT_TENSOR_BOARD"] == str(ports["tensor-board"])
     assert env["FAIRWAY_PORT"] == str(ports["web"])
     assert env["FAIRWAY_PORTS"] == f"web={ports['web']},tensor-board={ports['tensor-board']}"
+    (run_dir(runs, 1) / "work/go").touch()
 
 
 def test_ports_of_live_runs_are_not_given_again_and_survive_an_agent_restart(tmp_path):

@@ -37,9 +37,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Avg, Count, Max, Min, Sum
 from django.utils import timezone
@@ -185,6 +187,7 @@ class LoadTest:
     def _start_worker(self, queue: str) -> subprocess.Popen[bytes]:
         env = {
             **os.environ, "SCHEDULER_CYCLE_QUEUE": queue,
+            "SCHEDULER_KEY_PREFIX": settings.SCHEDULER_KEY_PREFIX,
             "DB_CONN_MAX_AGE": str(settings.WORKER_DB_CONN_MAX_AGE),  # as `manage.py run`
         }  # fmt: skip
         log = open(settings.VAR_DIR / "loadtest-worker.log", "w")  # noqa: SIM115
@@ -225,6 +228,11 @@ class LoadTest:
         queue = f"fairway-loadtest-{uuid.uuid4().hex[:6]}"
         settings.SCHEDULER_CYCLE_QUEUE = queue
         settings.SCHEDULER_AUTORUN = True
+        if start_worker:
+            # Trigger keys of its own, as its queue: the run before left its "task queued"
+            # mark (a task its stopped worker never took, on that run's queue), and for
+            # the mark's 30 s no request enqueued a task for this run's worker.
+            settings.SCHEDULER_KEY_PREFIX = queue
         worker = self._start_worker(queue) if start_worker else None
         first_cycle = CycleRecord.objects.aggregate(m=Max("pk"))["m"] or 0
         stop = threading.Event()
@@ -251,8 +259,17 @@ class LoadTest:
             if worker is not None:
                 worker.terminate()
                 worker.wait(timeout=30)
+                self._drop_queue(queue)
             if not keep:
                 self.clean()
+
+    @staticmethod
+    def _drop_queue(queue: str) -> None:
+        """Delete the run's queue in the broker (the tasks its stopped worker left) and the
+        run's trigger keys."""
+        with current_app.connection_for_write() as conn:
+            conn.default_channel.queue_delete(queue)
+        cache.delete_many([triggers.queued_key(), triggers.follow_up_key(), triggers.loop_key()])
 
     def arrivals(self, scale: float) -> list[Arrival]:
         """(at, project, name, gpus, seconds, priority) for the scaled load."""

@@ -8,6 +8,11 @@ body); with Nagle's algorithm on, the body waited for the client's delayed ACK o
 headers, about 40 ms on Linux, and every small API answer took that long. Here the socket
 is opened as what it is (`socket.socket(fileno=...)` asks the kernel), so connections are
 TCP and get TCP_NODELAY.
+
+Its live events go out from a publisher thread of its own (as in a Celery worker): a
+request that records one (a submission, a cancel, an agent's report) answers without
+waiting for the channel layer's sends, which ran on the process's event loop among the
+other requests.
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ import sys
 
 import uvicorn
 
+from scheduler_core.live_events import publisher as event_publisher
+
 
 def serve(fd: int) -> None:
     """Serve config.asgi on the listening socket `fd` until stopped (SIGTERM, SIGINT)."""
+    event_publisher.enable()
     web_server("config.asgi:application").run(sockets=[inherited(fd)])
 
 

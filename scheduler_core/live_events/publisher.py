@@ -1,10 +1,11 @@
-"""Publishing events from a background thread, for processes that run the scheduling loop.
+"""Publishing events from a background thread, for the worker and the web processes.
 
 Sending one cycle's events through the channel layer (several group messages per event) can
 take longer than the cycle itself. In a Celery worker the next cycle should not wait for
-that, so there the messages go into an in-process outbox that one thread drains in order.
-Web processes and tests publish synchronously. The worker process turns this on through
-the environment (inherited by its forked children); the thread starts lazily in each
+that, nor a request in a web process for its submission's or report's events, so there the
+messages go into an in-process outbox that one thread drains in order. Tests and commands
+publish synchronously. The worker and each web process (config/web_process.py) turn this on
+through the environment (inherited by forked children); the thread starts lazily in each
 process that publishes, and the outbox is flushed (a few seconds at most) at exit.
 """
 

@@ -10,7 +10,9 @@ import socket
 import threading
 import time
 
+from config import web_process
 from config.web_process import inherited, web_server
+from scheduler_core.live_events import publisher as event_publisher
 from scheduler_core.management.commands.run import listening_socket
 
 
@@ -45,3 +47,25 @@ def test_a_web_process_serves_its_inherited_port_as_tcp_with_nodelay():
         server.should_exit = True
         thread.join(timeout=15)
         listening.close()
+
+
+def test_a_web_process_publishes_its_events_from_a_thread_of_its_own(monkeypatch):
+    """A request that records events (a submission, an agent's report) answers without
+    waiting for the channel layer (tests/product/test_web_server.py: the events still
+    reach a browser's websocket)."""
+    monkeypatch.setenv(event_publisher.ENV_FLAG, "0")  # restored after the test
+    seen: dict[str, bool] = {}
+
+    class Server:
+        def run(self, sockets) -> None:
+            seen["in background"] = event_publisher.enabled()
+            for s in sockets:
+                s.close()
+
+    monkeypatch.setattr(web_process, "web_server", lambda app: Server())
+    listening = listening_socket("127.0.0.1", 0)
+    try:
+        web_process.serve(os.dup(listening.fileno()))
+    finally:
+        listening.close()
+    assert seen == {"in background": True}

@@ -263,13 +263,16 @@ class LoadTest:
             if not keep:
                 self.clean()
 
-    @staticmethod
-    def _drop_queue(queue: str) -> None:
+    def _drop_queue(self, queue: str) -> None:
         """Delete the run's queue in the broker (the tasks its stopped worker left) and the
-        run's trigger keys."""
-        with current_app.connection_for_write() as conn:
-            conn.default_channel.queue_delete(queue)
-        cache.delete_many([triggers.queued_key(), triggers.follow_up_key(), triggers.loop_key()])
+        run's trigger keys; a failure here only warns (the run's own error comes first)."""
+        try:
+            with current_app.connection_for_write() as conn:
+                conn.default_channel.queue_delete(queue)
+            keys = [triggers.queued_key(), triggers.follow_up_key(), triggers.loop_key()]
+            cache.delete_many(keys)
+        except Exception as error:  # cleanup after the run, whatever failed
+            self.warn(f"warning: could not delete the run's queue {queue}: {error}")
 
     def arrivals(self, scale: float) -> list[Arrival]:
         """(at, project, name, gpus, seconds, priority) for the scaled load."""

@@ -91,11 +91,12 @@ def test_freed_gpus_are_refilled_the_moment_a_simulated_run_ends(
     assert 0 <= (b.started_at - a.finished_at).total_seconds() < 0.15
 
 
-def test_a_request_wakes_a_loop_that_waits_for_a_run(cluster, submit, sent, loop_settings):
-    long = submit("vision", "long", gpus=8, spec={"duration": 1.2})
+def _loop_while_submitting_late(submit, *, after: float) -> list:
+    """Run a scheduling loop while another thread submits `late` (2 GPUs of nlp) `after`
+    seconds in; the loop's reports."""
 
     def submit_soon():
-        time.sleep(0.3)
+        time.sleep(after)
         try:
             submit("nlp", "late", gpus=2)
         finally:
@@ -104,10 +105,14 @@ def test_a_request_wakes_a_loop_that_waits_for_a_run(cluster, submit, sent, loop
     helper = threading.Thread(target=submit_soon)
     helper.start()
     try:
-        reports = cycle.run_scheduling_loop()
+        return cycle.run_scheduling_loop()
     finally:
         helper.join()
 
+
+def test_a_request_wakes_a_loop_that_waits_for_a_run(cluster, submit, sent, loop_settings):
+    long = submit("vision", "long", gpus=8, spec={"duration": 1.2})
+    reports = _loop_while_submitting_late(submit, after=0.3)
     late = Workload.objects.get(name="late")
     long.refresh_from_db()
     assert late.status == WorkloadStatus.RUNNING
@@ -135,21 +140,8 @@ def test_a_loop_lingers_for_the_next_request_and_no_task_is_queued_for_it(
     submit("vision", "first", gpus=8)
     sent.clear()
     triggers.cycle_task_started()  # as the task that runs the loop does first
-
-    def submit_soon():
-        time.sleep(0.4)
-        try:
-            submit("nlp", "late", gpus=2)
-        finally:
-            connection.close()  # this thread's own connection
-
-    helper = threading.Thread(target=submit_soon)
-    helper.start()
     started = time.monotonic()
-    try:
-        reports = cycle.run_scheduling_loop()
-    finally:
-        helper.join()
+    reports = _loop_while_submitting_late(submit, after=0.4)
 
     assert len(reports) == 2
     assert Workload.objects.get(name="late").status == WorkloadStatus.RUNNING

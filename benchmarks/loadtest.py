@@ -41,7 +41,6 @@ from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import Avg, Count, Max, Min, Sum
 from django.utils import timezone
@@ -259,18 +258,21 @@ class LoadTest:
             if worker is not None:
                 worker.terminate()
                 worker.wait(timeout=30)
-                self._drop_queue(queue)
             if not keep:
                 self.clean()
+            self._drop_queue(queue)  # last: cleaning up asks for a cycle too
 
     def _drop_queue(self, queue: str) -> None:
-        """Delete the run's queue in the broker (the tasks its stopped worker left) and the
-        run's trigger keys; a failure here only warns (the run's own error comes first)."""
+        """Delete the run's queue in the broker (the tasks its stopped worker left; the
+        run's trigger keys expire by themselves); a failure here only warns (the run's own
+        error comes first)."""
         try:
             with current_app.connection_for_write() as conn:
-                conn.default_channel.queue_delete(queue)
-            keys = [triggers.queued_key(), triggers.follow_up_key(), triggers.loop_key()]
-            cache.delete_many(keys)
+                # Celery's own declaration of the queue, declared on this channel so that
+                # it knows the binding the broker's delete goes by
+                bound = current_app.amqp.queues[queue](conn.default_channel)
+                bound.declare()
+                bound.delete()
         except Exception as error:  # cleanup after the run, whatever failed
             self.warn(f"warning: could not delete the run's queue {queue}: {error}")
 

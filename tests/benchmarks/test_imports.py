@@ -11,9 +11,11 @@ import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import benchmarks
-from tests.loop.workers import ROOT
+
+ROOT = Path(benchmarks.__file__).resolve().parents[1]  # the repository
 
 _ENTRY_POINTS = {"__main__"}  # `python -m` runs these: they may set the process up
 

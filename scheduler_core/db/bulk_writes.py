@@ -14,6 +14,7 @@ These statements bypass Django's cursor wrappers (query logging and counting).
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +44,7 @@ def update_rows(
     if not objs:
         return 0
     meta = (model or type(objs[0]))._meta
-    concrete = _fields(meta, fields)
+    concrete = model_fields(meta, fields)
     plain = PLAIN_FIELDS
     if connection.vendor == "postgresql":
         plain = (*plain, models.DateTimeField)
@@ -70,16 +71,16 @@ def _update_from_arrays(
 ) -> None:
     """One UPDATE ... FROM unnest(<one array per column>) per ROWS_PER_STATEMENT rows: the
     statement stays small however many rows it writes."""
-    table, pk = connection.ops.quote_name(meta.db_table), _column(meta.pk)
-    columns = [_column(f) for f in concrete]
-    casts = [_column_type(meta.pk)] + [_column_type(f) for f in concrete]
+    table, pk = connection.ops.quote_name(meta.db_table), column_name(meta.pk)
+    columns = [column_name(f) for f in concrete]
+    casts = [column_type(meta.pk)] + [column_type(f) for f in concrete]
     arrays = ", ".join(f"%b::{cast}[]" for cast in casts)
     assignments = ", ".join(f"{c} = v.{c}" for c in columns)
     sql = (
         f"UPDATE {table} AS t SET {assignments} FROM unnest({arrays}) "
         f"AS v({pk}, {', '.join(columns)}) WHERE t.{pk} = v.{pk}"
     )
-    with _binary_cursor() as cursor:
+    with binary_cursor() as cursor:
         for start in range(0, len(rows), ROWS_PER_STATEMENT):
             chunk = rows[start : start + ROWS_PER_STATEMENT]
             cursor.execute(
@@ -95,7 +96,7 @@ def insert_rows(
     if not rows:
         return []
     meta = model._meta
-    concrete = _fields(meta, fields)
+    concrete = model_fields(meta, fields)
     if connection.vendor != "postgresql":
         objs = model._default_manager.bulk_create(
             [model(**{f.attname: v for f, v in zip(concrete, row, strict=True)}) for row in rows],
@@ -103,25 +104,63 @@ def insert_rows(
         )
         return [obj.pk for obj in objs]
     qn = connection.ops.quote_name
-    columns = ", ".join(_column(f) for f in concrete)
-    arrays = ", ".join(f"%b::{_column_type(f)}[]" for f in concrete)
+    columns = ", ".join(column_name(f) for f in concrete)
+    arrays = ", ".join(f"%b::{column_type(f)}[]" for f in concrete)
     sql = (
         f"INSERT INTO {qn(meta.db_table)} ({columns}) SELECT * FROM unnest({arrays}) "
-        f"RETURNING {_column(meta.pk)}"
+        f"RETURNING {column_name(meta.pk)}"
     )
     is_json = [isinstance(f, models.JSONField) for f in concrete]
     pks: list[int] = []
-    with _binary_cursor() as cursor:
+    with binary_cursor() as cursor:
         for start in range(0, len(rows), ROWS_PER_STATEMENT):
             chunk = rows[start : start + ROWS_PER_STATEMENT]
             arrays_ = [
                 [json.dumps(v) for v in column] if js else list(column)
                 for column, js in zip(zip(*chunk, strict=True), is_json, strict=True)
             ]
-            cursor.execute(sql, arrays_, prepare=False)
+            with connection.wrap_database_errors:  # Django's IntegrityError, as elsewhere
+                cursor.execute(sql, arrays_, prepare=False)
             # rows come back in the order of the arrays (bulk_create relies on this too)
             pks.extend(pk for (pk,) in cursor.fetchall())
     return pks
+
+
+def insert_objects(objs: Sequence[models.Model]) -> None:
+    """Insert new instances of one model (every concrete field but the primary key, with
+    `auto_now` fields set as `save()` sets them) and give each its primary key; on
+    PostgreSQL through `insert_rows`, without `bulk_create`'s per-value preparation."""
+    if not objs:
+        return
+    model = type(objs[0])
+    if connection.vendor != "postgresql":
+        model._default_manager.bulk_create(objs)
+        return
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    for f in fields:
+        if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
+            value = f.pre_save(objs[0], add=True)
+            for obj in objs:
+                setattr(obj, f.attname, value)
+    plain = (*PLAIN_FIELDS, models.DateTimeField, models.JSONField, models.ForeignKey)
+    prepared = {f.attname for f in fields if not isinstance(f, plain)}
+    values = operator.attrgetter(*(f.attname for f in fields))
+    rows: list[Sequence[Any]] = [values(obj) for obj in objs]
+    if len(fields) == 1:  # attrgetter of one name gives the value, not a tuple
+        rows = [(value,) for value in rows]
+    if prepared:
+        rows = [
+            [
+                f.get_db_prep_save(v, connection) if f.attname in prepared else v
+                for f, v in zip(fields, row, strict=True)
+            ]
+            for row in rows
+        ]
+    pks = insert_rows(model, [f.name for f in fields], rows)
+    for obj, pk in zip(objs, pks, strict=True):
+        obj.pk = pk
+        obj._state.adding = False
+        obj._state.db = connection.alias
 
 
 def delete_rows(model: type[models.Model], pks: Sequence[int]) -> None:
@@ -143,11 +182,11 @@ def delete_rows(model: type[models.Model], pks: Sequence[int]) -> None:
     marks = ", ".join(["%s"] * len(pks))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"DELETE FROM {table} WHERE {_column(model._meta.pk)} IN ({marks})", list(pks)
+            f"DELETE FROM {table} WHERE {column_name(model._meta.pk)} IN ({marks})", list(pks)
         )
 
 
-def _fields(meta: Options[Any], names: Sequence[str]) -> list[models.Field[Any, Any]]:
+def model_fields(meta: Options[Any], names: Sequence[str]) -> list[models.Field[Any, Any]]:
     """The fields `names` of a model, each a column of its table."""
     fields = []
     for name in names:
@@ -158,13 +197,13 @@ def _fields(meta: Options[Any], names: Sequence[str]) -> list[models.Field[Any, 
     return fields
 
 
-def _column(field: models.Field[Any, Any]) -> str:
-    """`field`'s column name, quoted (only fields with a column get here: `_fields`)."""
+def column_name(field: models.Field[Any, Any]) -> str:
+    """`field`'s column name, quoted (only fields with a column get here: `model_fields`)."""
     assert field.column is not None
     return connection.ops.quote_name(field.column)
 
 
-def _column_type(field: models.Field[Any, Any]) -> str:
+def column_type(field: models.Field[Any, Any]) -> str:
     """The type to cast an array parameter of `field`'s values to."""
     if isinstance(field, models.ForeignKey):
         db_type = field.target_field.rel_db_type(connection)
@@ -174,7 +213,7 @@ def _column_type(field: models.Field[Any, Any]) -> str:
     return db_type
 
 
-def _binary_cursor() -> psycopg.Cursor:
+def binary_cursor() -> psycopg.Cursor:
     """A cursor on Django's connection (same transaction) that binds parameters on the
     server, so that `%b` sends them in binary. Its statements must run with
     `prepare=False`: a prepared statement soon gets a generic plan, which does not know
@@ -187,9 +226,9 @@ def _binary_cursor() -> psycopg.Cursor:
 def _update_each(
     meta: Options[Any], concrete: list[models.Field[Any, Any]], rows: list[list[Any]]
 ) -> None:
-    assignments = ", ".join(f"{_column(f)} = %s" for f in concrete)
+    assignments = ", ".join(f"{column_name(f)} = %s" for f in concrete)
     table = connection.ops.quote_name(meta.db_table)
-    sql = f"UPDATE {table} SET {assignments} WHERE {_column(meta.pk)} = %s"
+    sql = f"UPDATE {table} SET {assignments} WHERE {column_name(meta.pk)} = %s"
     with connection.cursor() as cursor:
         cursor.executemany(sql, [[*row[1:], row[0]] for row in rows])
 
@@ -203,7 +242,7 @@ def update_pending_reasons(rows: Sequence[tuple[int, int, str, str, int | None]]
     qn = connection.ops.quote_name
     table = qn("scheduler_core_workload")
     if connection.vendor == "postgresql":
-        with _binary_cursor() as cursor:
+        with binary_cursor() as cursor:
             for start in range(0, len(rows), ROWS_PER_STATEMENT):
                 chunk = rows[start : start + ROWS_PER_STATEMENT]
                 cursor.execute(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -163,13 +163,31 @@ def _current_nodes(workload: Workload) -> list[str]:
 
 
 def publish_after_commit(items: Iterable[tuple[EventLike, dict[str, Any] | None]]) -> None:
-    """Send events to their groups once the current transaction commits (never before)."""
-    messages = []
-    for event, state in items:
-        payload = event_payload(event, state)
-        for group in event_groups(event):
-            messages.append((group, {"type": EVENT_MESSAGE, "group": group, "event": payload}))
-    send_after_commit(messages)
+    """Send events to their groups once the current transaction commits (never before);
+    their payloads are built then, only for events some group of theirs has a listener for
+    (scheduler_core.live_events.watched_groups)."""
+    items = list(items)
+    if items:
+        transaction.on_commit(lambda: broadcast(items, send_events_now))
+
+
+def send_events_now(items: list[tuple[EventLike, dict[str, Any] | None]]) -> None:
+    """Push events to the groups of theirs someone listens to, in this thread."""
+    routed = [(event_groups(event), event, state) for event, state in items]
+    try:
+        listened = watched_groups.listened({g for groups, _, _ in routed for g in groups})
+    except Exception:  # the events are stored; browsers resync on reconnect
+        logger.exception("could not publish %d events", len(items))
+        return
+    messages: list[tuple[str, dict[str, Any]]] = []
+    for groups, event, state in routed:
+        wanted = [g for g in groups if g in listened]
+        if wanted:
+            payload = event_payload(event, state)
+            messages.extend(
+                (g, {"type": EVENT_MESSAGE, "group": g, "event": payload}) for g in wanted
+            )
+    _send_to_groups(_merged_by_group(messages))
 
 
 def send_after_commit(messages: list[tuple[str, dict[str, Any]]]) -> None:
@@ -178,32 +196,46 @@ def send_after_commit(messages: list[tuple[str, dict[str, Any]]]) -> None:
         transaction.on_commit(lambda: broadcast(messages))
 
 
-def broadcast(messages: list[tuple[str, dict[str, Any]]]) -> None:
-    """Push messages through the channel layer; a failure here never breaks a write.
+def broadcast(items: list[Any], send: Callable[[list[Any]], None] | None = None) -> None:
+    """Push messages through the channel layer with `send` (`send_now` unless said); a
+    failure here never breaks a write.
 
-    In a Celery worker they go to a background publisher thread, so the scheduling loop
-    never waits on the channel layer (scheduler_core.live_events.publisher)."""
+    In a Celery worker and a web process they go to a background publisher thread, so the
+    scheduling loop and the requests never wait on the channel layer
+    (scheduler_core.live_events.publisher)."""
+    send = send or send_now
     if event_publisher.enabled():
-        event_publisher.publish(messages, send_now)
+        event_publisher.publish(items, send)
     else:
-        send_now(messages)
+        send(items)
 
 
 def send_now(messages: list[tuple[str, dict[str, Any]]]) -> None:
-    """Push messages through the channel layer in this thread, each group's in order.
+    """Push (group, message) pairs through the channel layer in this thread, each group's
+    in order, to the groups someone listens to (watched_groups).
 
     A group's scheduling events go out as one `scheduling.events` message carrying them
-    all in order (the consumer sends them on one by one), and a per-workload group only
-    while someone listens to it (scheduler_core.live_events.watched_groups): one channel-layer send
-    costs about a third of a millisecond, and a busy cycle records thousands of events.
+    all in order (the consumer sends them on one by one): one channel-layer send costs
+    about a third of a millisecond, and a busy cycle records thousands of events.
     """
+    by_group = _merged_by_group(messages)
+    try:
+        for group in set(by_group) - watched_groups.listened(by_group):
+            del by_group[group]
+    except Exception:  # the event is stored; browsers resync on reconnect
+        logger.exception("could not publish %d channel messages", len(messages))
+        return
+    _send_to_groups(by_group)
+
+
+def _send_to_groups(by_group: dict[str, list[dict[str, Any]]]) -> None:
+    """Send each group's messages in order, groups in parallel."""
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not by_group:
         return
-    by_group = _merged_by_group(messages)
 
     async def send_all() -> None:
         # Groups in parallel (a big cycle touches hundreds), each group's messages in order.
@@ -220,16 +252,12 @@ def send_now(messages: list[tuple[str, dict[str, Any]]]) -> None:
 
     loop = event_publisher.thread_loop()
     try:
-        for group in set(by_group) - watched_groups.listened(by_group):
-            del by_group[group]
-        if not by_group:
-            return
         if loop is not None:  # the publisher thread: its loop keeps the layer's connections
             loop.run_until_complete(send_all())
         else:
             async_to_sync(send_all)()
     except Exception:  # the event is stored; browsers resync on reconnect
-        logger.exception("could not publish %d channel messages", len(messages))
+        logger.exception("could not publish to %d channel groups", len(by_group))
 
 
 def _merged_by_group(messages: list[tuple[str, dict[str, Any]]]) -> dict[str, list[dict]]:

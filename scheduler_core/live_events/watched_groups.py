@@ -1,14 +1,18 @@
-"""Which per-workload event groups someone is listening to.
+"""Which event groups someone is listening to.
 
 A cycle on a busy cluster records thousands of events, each meant for its workload's
 group `workload-<id>` as well as the cluster, pool and project groups. Almost no workload
 group has a listener at any moment (a browser watches the few workloads whose pages are
-open), and each channel-layer send costs about as much as a listener would, so events are
-sent to a workload group only while a websocket subscribes to it. The console consumer
-counts its subscriptions here (in the shared cache); the publisher reads the counts in one
-round trip per batch.
+open), on a cluster of a thousand projects few project groups do (a researcher's pages
+listen to their own projects), and the cluster group only while an overview is open; each
+channel-layer send costs about as much as a listener would, so events are sent to a group
+only while a websocket subscribes to it (a submission of 1,000 workloads to 1,000 projects
+spent 0.1 s on sends to nobody, and building the payloads nobody would read cost as much).
+The console consumer counts its subscriptions here (in the shared cache); the publisher
+reads the counts in one round trip per batch. A user's own group and a simulation's are
+always sent to (they carry few messages).
 
-A consumer that dies without unsubscribing leaves its count up: its workloads' events are
+A consumer that dies without unsubscribing leaves its count up: its groups' events are
 then sent for nothing, which costs a little but never loses one.
 """
 
@@ -19,12 +23,14 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.core.cache import cache
 
-WATCHED_PREFIXES = ("workload-",)
+WATCHED_PREFIXES = ("workload-", "project-", "pool-")
+WATCHED_NAMES = ("cluster",)  # scheduler_core.live_events.recording.CLUSTER_GROUP
 
 
 def is_watched_kind(group: str) -> bool:
-    """Whether `group` is sent to only while someone listens (a per-workload group)."""
-    return group.startswith(WATCHED_PREFIXES)
+    """Whether `group` is sent to only while someone listens (the cluster's, a pool's, a
+    project's or a workload's group)."""
+    return group in WATCHED_NAMES or group.startswith(WATCHED_PREFIXES)
 
 
 def _key(group: str) -> str:
@@ -51,8 +57,8 @@ async def aunwatch(group: str) -> None:
 
 
 def listened(groups: Iterable[str]) -> set[str]:
-    """The groups among `groups` worth sending to: every group that is not per-workload,
-    and the per-workload ones someone listens to (one cache round trip)."""
+    """The groups among `groups` worth sending to: every group that is not watched, and
+    the watched ones someone listens to (one cache round trip)."""
     groups = set(groups)
     watched = [g for g in groups if is_watched_kind(g)]
     if not watched:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,8 @@ from scheduler_core.choices import (
     WorkloadKind,
     WorkloadStatus,
 )
-from scheduler_core.db.bulk_writes import delete_rows
+from scheduler_core.db.bulk_reads import existing_keys
+from scheduler_core.db.bulk_writes import delete_rows, insert_objects, insert_rows
 from scheduler_core.engine import transitions
 from scheduler_core.live_events.batch import EventBatch
 from scheduler_core.live_events.recording import event_record
@@ -32,9 +34,9 @@ from scheduler_core.models import (
     WorkloadCandidatePool,
 )
 from scheduler_core.schemas.errors import SchemaInvalid, validate
-from scheduler_core.schemas.workloads import NewPriority, WorkloadSubmission
+from scheduler_core.schemas.workloads import NewPriority, PodGroup, WorkloadSubmission
 from scheduler_core.services.errors import Conflict, FieldErrors
-from scheduler_core.workload_fit import PoolSize, never_fits, stored_pool_sizes
+from scheduler_core.workload_fit import never_fits, stored_pool_sizes
 
 
 @dataclass
@@ -72,6 +74,20 @@ class WorkloadRequest:
         """The shape it asks for, checked (raises SchemaInvalid)."""
         if self.checked is not None:
             return self.checked
+        return validate(WorkloadSubmission, self._stated())
+
+    def shape_key(self) -> str | None:
+        """What identifies its shape and pools, so that many requests of one shape are
+        checked once; None for a shape its caller checked already."""
+        if self.checked is not None:
+            return None
+        try:
+            stated = json.dumps(self._stated(), sort_keys=True)
+        except (TypeError, ValueError):  # not JSON: the schema will say what is wrong
+            return None
+        return f"{stated}|{[p.pk for p in self.pools]}"
+
+    def _stated(self) -> dict[str, Any]:
         stated: dict[str, Any] = {
             "kind": self.kind,
             "priority": self.priority,
@@ -86,80 +102,105 @@ class WorkloadRequest:
         else:
             stated |= {"pods": self.pods, "min_pods": self.min_pods, "gpus": self.gpus}
             stated |= {"cpu": self.cpu, "memory": self.memory}
-        return validate(WorkloadSubmission, {k: v for k, v in stated.items() if v is not None})
+        return {k: v for k, v in stated.items() if v is not None}
 
 
-def _validate(
-    req: WorkloadRequest, *, sizes: dict[int, PoolSize], all_pools: list[NodePool]
-) -> tuple[WorkloadSubmission, list[NodePool]]:
-    """The request's shape and pools, once its name is usable, its shape matches the schema
-    and its pods and gang fit the candidate pools."""
-    errors = FieldErrors()
-    if not req.name or len(req.name) > 100:
-        errors.add("name", "is required (at most 100 characters)")
-    elif not slug_re.fullmatch(req.name):
-        errors.add(
-            "name",
-            f"use letters, digits, dashes and underscores (like 'resnet-50'), got {req.name!r}",
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """A request's checked shape and the workload fields that follow from it."""
+
+    shape: WorkloadSubmission
+    pools: list[NodePool]
+    fields: dict[str, Any]
+    json_fields: dict[str, str]  # as JSON text: each workload gets its own copy
+
+    def workload(self, req: WorkloadRequest, *, user, now) -> Workload:
+        """An unsaved workload for the request (its JSON fields its own copies)."""
+        return Workload(
+            project=req.project,
+            name=req.name,
+            **self.fields,
+            **{k: json.loads(v) for k, v in self.json_fields.items()},
+            submitted_by=user if access.is_authenticated(user) else None,
+            submitted_at=now,
+            status=WorkloadStatus.PENDING,
+            pending_reason="waiting for the scheduler's next cycle",
         )
-    try:
-        shape = req.shape()
-    except SchemaInvalid as exc:
-        errors.extend(exc.by_field())
-    errors.raise_if_any()
-    for key, problem in never_fits(
-        shape.pod_groups(),
-        list(req.pools) or all_pools,
-        sizes,
-        use_groups=bool(shape.groups),
-    ):
-        errors.add(key, problem)
-    errors.raise_if_any()
-    return shape, list(req.pools)
 
 
-def _build(req: WorkloadRequest, *, user, shape: WorkloadSubmission, now) -> Workload:
-    """An unsaved workload for a validated request, with the kind's defaults applied."""
-    groups = shape.pod_groups()
+class _Checker:
+    """Checks requests against the schema and their pools' sizes, each distinct shape
+    once: a sweep or a load test submits thousands of workloads of a few shapes."""
+
+    def __init__(self) -> None:
+        self.sizes = stored_pool_sizes()
+        self.all_pools = list(NodePool.objects.all())
+        self.seen: dict[str, _Checked] = {}
+
+    def check(self, req: WorkloadRequest) -> _Checked:
+        """The request's checked shape, once its name is usable, its shape matches the
+        schema and its pods and gang fit the candidate pools (raises ValidationError)."""
+        errors = FieldErrors()
+        if not req.name or len(req.name) > 100:
+            errors.add("name", "is required (at most 100 characters)")
+        elif not slug_re.fullmatch(req.name):
+            errors.add(
+                "name",
+                f"use letters, digits, dashes and underscores (like 'resnet-50'), got {req.name!r}",
+            )
+        key = req.shape_key()
+        known = self.seen.get(key) if key is not None else None
+        if known is not None:
+            errors.raise_if_any()
+            return known
+        try:
+            shape = req.shape()
+        except SchemaInvalid as exc:
+            errors.extend(exc.by_field())
+        errors.raise_if_any()
+        groups = shape.pod_groups()
+        for field_key, problem in never_fits(
+            groups, list(req.pools) or self.all_pools, self.sizes, use_groups=bool(shape.groups)
+        ):
+            errors.add(field_key, problem)
+        errors.raise_if_any()
+        fields = _shape_fields(shape, groups)
+        as_json = {k: json.dumps(fields.pop(k)) for k in ("groups", "node_selector", "spec")}
+        checked = _Checked(shape, list(req.pools), fields, as_json)
+        if key is not None:
+            self.seen[key] = checked
+        return checked
+
+
+def _shape_fields(shape: WorkloadSubmission, groups: list[PodGroup]) -> dict[str, Any]:
+    """The workload fields that follow from a checked shape, the kind's defaults applied."""
     single = shape.groups is None
     main = groups[0]
     priority, preemptible = shape.priority_and_preemptible()
-    return Workload(
-        project=req.project,
-        name=req.name,
-        kind=shape.kind,
-        priority=priority,
-        preemptible=preemptible,
-        pods=sum(g.pods for g in groups),
-        min_pods=sum(g.gang for g in groups),
-        gpus=main.gpus if single else 0,
-        cpu=main.cpu if single else 0,
-        memory=main.memory if single else 0,
-        groups=[] if single else [g.model_dump() for g in groups],
-        node_selector=shape.node_selector,
-        weight=shape.weight,
-        backoff_limit=shape.backoff_limit,
-        spec=shape.spec.model_dump(exclude_unset=True),
-        submitted_by=user if access.is_authenticated(user) else None,
-        submitted_at=now,
-        status=WorkloadStatus.PENDING,
-        pending_reason="waiting for the scheduler's next cycle",
-    )
+    return {
+        "kind": shape.kind,
+        "priority": priority,
+        "preemptible": preemptible,
+        "pods": sum(g.pods for g in groups),
+        "min_pods": sum(g.gang for g in groups),
+        "gpus": main.gpus if single else 0,
+        "cpu": main.cpu if single else 0,
+        "memory": main.memory if single else 0,
+        "groups": [] if single else [g.model_dump() for g in groups],
+        "node_selector": shape.node_selector,
+        "weight": shape.weight,
+        "backoff_limit": shape.backoff_limit,
+        "spec": shape.spec.model_dump(exclude_unset=True),
+    }
 
 
 def _existing_names(requests: Sequence[WorkloadRequest]) -> set[tuple[int, str]]:
-    projects = {r.project.pk for r in requests}
-    names = {r.name for r in requests}
-    return set(
-        Workload.objects.filter(project_id__in=projects, name__in=names).values_list(
-            "project_id", "name"
-        )
-    )
+    return existing_keys(Workload, ("project", "name"), [(r.project.pk, r.name) for r in requests])
 
 
 def _insert(
     requests: Sequence[WorkloadRequest],
-    validated: Sequence[tuple[WorkloadSubmission, list[NodePool]]],
+    validated: Sequence[_Checked],
     *,
     user,
     now,
@@ -167,22 +208,24 @@ def _insert(
     """Write validated workloads, their candidate pools and `submitted` events in a few bulk
     INSERTs, publish the events after commit, and ask for one cycle."""
     workloads = [
-        _build(req, user=user, shape=shape, now=now)
-        for req, (shape, _pools) in zip(requests, validated, strict=True)
+        checked.workload(req, user=user, now=now)
+        for req, checked in zip(requests, validated, strict=True)
     ]
     try:
         with transaction.atomic():
-            Workload.objects.bulk_create(workloads)
+            insert_objects(workloads)
     except IntegrityError as exc:  # a concurrent submission took a name
         raise Conflict(
             {"name": "a workload with this name was just created in the same project"}
         ) from exc
-    WorkloadCandidatePool.objects.bulk_create(
+    insert_rows(
+        WorkloadCandidatePool,
+        ("workload", "pool", "preference"),
         [
-            WorkloadCandidatePool(workload=w, pool=p, preference=i)
-            for w, (_shape, pools) in zip(workloads, validated, strict=True)
-            for i, p in enumerate(pools)
-        ]
+            (w.pk, p.pk, i)
+            for w, checked in zip(workloads, validated, strict=True)
+            for i, p in enumerate(checked.pools)
+        ],
     )
     events = EventBatch(now)
     reason = f"submitted by {getattr(user, 'username', None) or 'system'}"
@@ -193,17 +236,11 @@ def _insert(
     return workloads
 
 
-def _pool_context() -> tuple[dict[int, PoolSize], list[NodePool]]:
-    """What the fit rule reads of each pool's nodes, and the pools."""
-    return stored_pool_sizes(), list(NodePool.objects.all())
-
-
 def workload_submit(*, user, request: WorkloadRequest) -> Workload:
     """Queue a new workload in a project the user may submit to."""
     if not access.can_submit_to(user, request.project):
         raise PermissionDenied(f"you cannot submit workloads to project {request.project}")
-    sizes, all_pools = _pool_context()
-    validated = _validate(request, sizes=sizes, all_pools=all_pools)
+    validated = _Checker().check(request)
     if (request.project.pk, request.name) in _existing_names([request]):
         raise Conflict({"name": _name_taken(request)})
     with transaction.atomic():
@@ -218,14 +255,14 @@ def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[W
             allowed[req.project.pk] = access.can_submit_to(user, req.project)
         if not allowed[req.project.pk]:
             raise PermissionDenied(f"workloads[{i}]: you cannot submit to project {req.project}")
-    sizes, all_pools = _pool_context()
+    checker = _Checker()
     existing = _existing_names(requests)
     errors = FieldErrors()
     validated = []
     seen: set[tuple[int, str]] = set()
     for i, req in enumerate(requests):
         try:
-            validated.append(_validate(req, sizes=sizes, all_pools=all_pools))
+            validated.append(checker.check(req))
         except ValidationError as exc:
             errors.extend({f"workloads[{i}].{f}": m for f, m in exc.message_dict.items()})
         key = (req.project.pk, req.name)

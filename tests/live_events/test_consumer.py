@@ -348,7 +348,10 @@ def test_a_commits_events_travel_as_one_message_and_reach_the_browser_one_by_one
     run(body)
 
 
-def test_a_workload_group_is_sent_to_only_while_a_browser_listens(cluster, open_socket, settings):
+@pytest.mark.parametrize("kind", ["workload", "project", "cluster"])
+def test_an_event_group_is_sent_to_only_while_a_browser_listens(
+    cluster, open_socket, settings, kind
+):
     import uuid
 
     from channels.layers import get_channel_layer
@@ -357,16 +360,20 @@ def test_a_workload_group_is_sent_to_only_while_a_browser_listens(cluster, open_
 
     settings.SCHEDULER_KEY_PREFIX = f"fairway-test-{uuid.uuid4().hex[:8]}"
     workload = factories.workload(cluster["vision"], "watched")
-    group = f"workload-{workload.pk}"
+    group = {
+        "workload": f"workload-{workload.pk}",
+        "project": f"project-{cluster['vision'].pk}",
+        "cluster": "cluster",
+    }[kind]
 
     async def body():
         layer = get_channel_layer()
         raw = await layer.new_channel()
         await layer.group_add(group, raw)  # in the group, but not through the console
         await database_sync_to_async(record)(type=EventType.SUBMITTED, workload=workload)
-        assert await database_sync_to_async(listened)([group, "cluster"]) == {"cluster"}
+        assert await database_sync_to_async(listened)([group, "cluster", "user-3"]) == {"user-3"}
 
-        ws = await connect(open_socket, cluster["researcher"])
+        ws = await connect(open_socket, cluster["admin" if kind == "cluster" else "researcher"])
         await subscribe(ws, [group])
         assert await database_sync_to_async(listened)([group]) == {group}
         await database_sync_to_async(record)(type=EventType.PRIORITY_CHANGED, workload=workload)

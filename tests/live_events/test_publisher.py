@@ -51,7 +51,7 @@ def test_the_publisher_thread_sends_through_the_channel_layer_on_one_loop_of_its
 
     layer = get_channel_layer()
     channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)("cluster", channel)
+    async_to_sync(layer.group_add)("user-7", channel)
     loops = []
 
     def send(messages):
@@ -59,7 +59,7 @@ def test_the_publisher_thread_sends_through_the_channel_layer_on_one_loop_of_its
         send_now(messages)
 
     for i in range(3):  # one batch at a time: three rounds of sends
-        event_publisher.publish([("cluster", {"type": "access.changed", "n": i})], send)
+        event_publisher.publish([("user-7", {"type": "access.changed", "n": i})], send)
         event_publisher.flush()
 
     async def receive_three():

@@ -19,6 +19,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from scheduler_core.choices import EventType, WorkloadStatus
+from scheduler_core.live_events import watched_groups
 from scheduler_core.loop.locks import cycle_lock_is_free
 from scheduler_core.loop.triggers import send_cycle_task
 from scheduler_core.models import Allocation, CycleRecord, SchedulingEvent, Workload
@@ -76,6 +77,7 @@ class _Subscribed:
         self.layer = get_channel_layer()
         self.channel = async_to_sync(self.layer.new_channel)()
         for group in groups:
+            async_to_sync(watched_groups.awatch)(group)  # as a browser's subscription counts
             async_to_sync(self.layer.group_add)(group, self.channel)
 
     def until(self, wanted, timeout: float = 20) -> list[dict]:

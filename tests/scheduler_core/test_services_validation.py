@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from scheduler_core.choices import Backend, NodeState, WorkloadStatus
+from scheduler_core.choices import Backend, NodeState, WorkloadKind, WorkloadStatus
 from scheduler_core.models import Quota, SchedulingEvent, Workload
 from scheduler_core.services import cluster as cluster_services
 from scheduler_core.services import org, quotas
@@ -273,6 +273,39 @@ def test_bulk_submit_is_all_or_nothing(cluster):
         requests=[good, WorkloadRequest(project=cluster["vision"], name="ok2", gpus=1)],
     )
     assert [w.name for w in created] == ["ok", "ok2"]
+
+
+def test_a_bulk_submission_of_repeated_shapes_gives_each_workload_its_own_values(cluster):
+    """Shapes are checked once per distinct shape: each workload still gets what its own
+    request said, the kind's defaults and fields of its own."""
+    vision, pool = cluster["vision"], cluster["pool"]
+
+    def request(name, **shape):
+        return WorkloadRequest(project=vision, name=name, pools=[pool], **shape)
+
+    created = workload_submit_bulk(
+        user=cluster["researcher"],
+        requests=[
+            request("a", gpus=1, spec={"duration": 5}),
+            request("b", gpus=1, spec={"duration": 5}),
+            request("c", gpus=1, spec={"duration": 9}, priority=80),
+            request("d", gpus=2, pods=2, kind=WorkloadKind.INTERACTIVE),
+        ],
+    )
+    created[0].spec["duration"] = 1  # a caller changing one leaves the others alone
+    assert created[1].spec == {"duration": 5}
+    stored = {w.name: w for w in Workload.objects.all()}
+    assert stored["a"].spec == stored["b"].spec == {"duration": 5}
+    assert (stored["c"].spec, stored["c"].priority) == ({"duration": 9}, 80)
+    assert (stored["d"].pods, stored["d"].gpus, stored["d"].kind) == (2, 2, "interactive")
+    assert stored["d"].priority != stored["a"].priority  # interactive's own default
+    assert [list(w.candidate_pools.all()) for w in stored.values()] == [[pool]] * 4
+    with pytest.raises(ValidationError) as exc:  # a known shape is not a pass for a bad name
+        workload_submit_bulk(
+            user=cluster["researcher"],
+            requests=[request("e", gpus=1, spec={"duration": 5}), request("no way", gpus=1)],
+        )
+    assert list(errors_of(exc)) == ["workloads[1].name"]
 
 
 def test_a_name_taken_by_a_concurrent_submission_is_a_conflict_and_nothing_is_kept(

@@ -71,9 +71,15 @@ def test_a_failed_run_waits_with_its_own_reason_kind(agents, submit):
 
 def test_the_status_change_to_running_is_pushed_to_open_pages(agents, submit, monkeypatch):
     sent: list[dict] = []
-    monkeypatch.setattr(
-        recording, "broadcast", lambda messages: sent.extend(m for _, m in messages)
-    )
+
+    def published(items, send=None):  # what each of the events' groups would be sent
+        sent.extend(
+            {"group": group, "event": recording.event_payload(event, state)}
+            for event, state in items
+            for group in recording.event_groups(event)
+        )
+
+    monkeypatch.setattr(recording, "broadcast", published)
     w = submit("live", gpus=1, pods=2)
     agents.cycle()
     first, second = runs_of(w)

@@ -26,7 +26,11 @@ from api.views.events import event_page, event_queryset
 from scheduler_core.models import Workload
 from scheduler_core.selectors.agents import workload_logs
 from scheduler_core.selectors.ports import with_open_ports
-from scheduler_core.selectors.workloads import workload_list, workloads_with_placements
+from scheduler_core.selectors.workloads import (
+    as_just_submitted,
+    workload_list,
+    workloads_with_placements,
+)
 from scheduler_core.services import workloads as services
 
 ACTION = extend_schema(request=None, responses={200: WorkloadDetailSerializer})
@@ -87,10 +91,10 @@ class WorkloadViewSet(ApiViewSet):
     @idempotent
     def create(self, request):
         attrs = self.input(WorkloadSubmitSerializer)
-        workload = services.workload_submit(
-            user=request.user, request=WorkloadSubmitSerializer.to_request(attrs)
-        )
-        return self._show(workload, status.HTTP_201_CREATED)
+        submission = WorkloadSubmitSerializer.to_request(attrs)
+        workload = services.workload_submit(user=request.user, request=submission)
+        answer = as_just_submitted(workload, submission.pools)
+        return Response(WorkloadDetailSerializer(answer).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Submit many workloads at once (all or nothing)",

@@ -27,7 +27,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from scheduler_core import engine
@@ -43,6 +43,7 @@ from scheduler_core.adapters import (
 from scheduler_core.adapters.runs import placed_runs, without_ended
 from scheduler_core.adapters.snapshot import SnapshotMemo
 from scheduler_core.choices import WorkloadStatus
+from scheduler_core.db.read_only import read_only_transaction
 from scheduler_core.loop import triggers
 from scheduler_core.loop.locks import CycleLock, new_cycle_lock
 from scheduler_core.loop.timing import run_weight, start_delay
@@ -190,12 +191,9 @@ def _wait_for_next_cycle(end: float, report: CycleReport, wait: bool) -> bool:
 
 
 def read_snapshot(now: datetime, memo: SnapshotMemo | None = None) -> LiveSnapshot:
-    """Load the snapshot inside one read transaction, so all its queries agree."""
-    fresh = not connection.in_atomic_block  # (tests run inside a transaction already)
-    with transaction.atomic():
-        if connection.vendor == "postgresql" and fresh:
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    """Load the snapshot inside one read transaction, so all its queries agree (on
+    SQLite without holding off writers meanwhile)."""
+    with read_only_transaction():
         return load_snapshot(now, memo, new_limit=settings.SCHEDULER_CYCLE_NEW_WORKLOADS or None)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import (
@@ -39,6 +40,30 @@ def workloads_with_placements(qs: QuerySet[Workload]) -> QuerySet[Workload]:
         Prefetch("allocations", queryset=Allocation.objects.select_related("node")),
         Prefetch("pool_choices", queryset=WorkloadCandidatePool.objects.select_related("pool")),
     )
+
+
+def as_just_submitted(workload: Workload, pools: Sequence[NodePool]) -> Workload:
+    """A workload this request has just submitted, with what `workloads_with_placements` and
+    `selectors.ports.with_open_ports` would prefetch (no pods and no runs yet, the candidate
+    pools it was given) set in place of reading it all again: a submission's answer cost
+    as much as the submission."""
+    choices = [
+        WorkloadCandidatePool(workload=workload, pool=pool, preference=i)
+        for i, pool in enumerate(pools)
+    ]
+    # what prefetch_related leaves: each relation's queryset with its rows in its cache
+    workload._prefetched_objects_cache = {  # type: ignore[attr-defined]
+        "allocations": _filled(Allocation.objects.none(), []),
+        "pool_choices": _filled(WorkloadCandidatePool.objects.none(), choices),
+    }
+    workload.running_runs = []  # type: ignore[attr-defined]
+    return workload
+
+
+def _filled(qs: QuerySet[Any], rows: list[Any]) -> QuerySet[Any]:
+    qs._result_cache = rows  # type: ignore[attr-defined]
+    qs._prefetch_done = True  # type: ignore[attr-defined]
+    return qs
 
 
 def workload_list_rows(qs: QuerySet[Workload]) -> QuerySet[Workload]:

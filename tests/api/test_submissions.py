@@ -73,6 +73,8 @@ def test_everything_a_submission_can_say_comes_back(researcher_api):
     assert (body["kind"], body["priority"], body["preemptible"]) == ("interactive", 120, True)
     assert body["spec"]["duration"] == 600
     assert body["placements"] == []
+    # the answer is built from what was just written; a read of it says the same
+    assert researcher_api.get(f"{WORKLOADS}{body['id']}/").json() == body
 
 
 def test_kind_decides_defaults(researcher_api):

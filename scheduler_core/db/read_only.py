@@ -21,6 +21,7 @@ def read_only_transaction() -> Iterator[None]:
     the queries simply join it."""
     fresh = not connection.in_atomic_block
     if fresh and connection.vendor == "sqlite":
+        connection.ensure_connection()  # (the wrapper reads its mode when it connects)
         sqlite: Any = connection  # Django's SQLite wrapper: its BEGIN's mode
         mode = sqlite.transaction_mode
         sqlite.transaction_mode = "DEFERRED"

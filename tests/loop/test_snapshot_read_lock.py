@@ -19,8 +19,9 @@ SCRIPT = textwrap.dedent(
     from django.db import connection, transaction
     from scheduler_core.db.read_only import read_only_transaction
 
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE t (x integer)")
+    setup = sqlite3.connect(sys.argv[1])  # Django's connection is not opened before the read
+    setup.execute("CREATE TABLE t (x integer)")
+    setup.close()
 
     def another_writer_can_write():
         other = sqlite3.connect(sys.argv[1], timeout=0)

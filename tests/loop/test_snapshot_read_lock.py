@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent(
             other.execute("INSERT INTO t VALUES (1)")
             other.commit()
             return True
-        except sqlite3.OperationalError as error:  # database is locked
+        except sqlite3.OperationalError:  # database is locked
             return False
         finally:
             other.close()

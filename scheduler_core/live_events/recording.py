@@ -42,7 +42,7 @@ from scheduler_core.models import (
 
 logger = logging.getLogger(__name__)
 
-CLUSTER_GROUP = "cluster"
+CLUSTER_GROUP = watched_groups.CLUSTER_GROUP  # every event goes there (admins' pages)
 EVENT_MESSAGE = "scheduling.event"
 EVENTS_MESSAGE = "scheduling.events"
 SEND_CONCURRENCY = 16

@@ -23,14 +23,14 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.core.cache import cache
 
+CLUSTER_GROUP = "cluster"
 WATCHED_PREFIXES = ("workload-", "project-", "pool-")
-WATCHED_NAMES = ("cluster",)  # scheduler_core.live_events.recording.CLUSTER_GROUP
 
 
 def is_watched_kind(group: str) -> bool:
     """Whether `group` is sent to only while someone listens (the cluster's, a pool's, a
     project's or a workload's group)."""
-    return group in WATCHED_NAMES or group.startswith(WATCHED_PREFIXES)
+    return group == CLUSTER_GROUP or group.startswith(WATCHED_PREFIXES)
 
 
 def _key(group: str) -> str:

@@ -107,9 +107,8 @@ class WorkloadRequest:
 
 @dataclass(frozen=True, slots=True)
 class _Checked:
-    """A request's checked shape and the workload fields that follow from it."""
+    """The workload fields that follow from a request's checked shape, and its pools."""
 
-    shape: WorkloadSubmission
     pools: list[NodePool]
     fields: dict[str, Any]
     json_fields: dict[str, str]  # as JSON text: each workload gets its own copy
@@ -166,7 +165,7 @@ class _Checker:
         errors.raise_if_any()
         fields = _shape_fields(shape, groups)
         as_json = {k: json.dumps(fields.pop(k)) for k in ("groups", "node_selector", "spec")}
-        checked = _Checked(shape, list(req.pools), fields, as_json)
+        checked = _Checked(list(req.pools), fields, as_json)
         if key is not None:
             self.seen[key] = checked
         return checked

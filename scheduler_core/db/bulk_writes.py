@@ -13,18 +13,20 @@ These statements bypass Django's cursor wrappers (query logging and counting).
 
 from __future__ import annotations
 
-import json
 import operator
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
 import psycopg
 from django.db import connection, models
+from django.db.models.base import ModelState
 
 if TYPE_CHECKING:
     from django.db.models.options import Options
 
 ROWS_PER_STATEMENT = 5000
+M = TypeVar("M", bound=models.Model)
 
 
 # Fields whose Python values the database driver takes as they are (no preparation).
@@ -103,27 +105,58 @@ def insert_rows(
             batch_size=500,
         )
         return [obj.pk for obj in objs]
-    qn = connection.ops.quote_name
-    columns = ", ".join(column_name(f) for f in concrete)
-    arrays = ", ".join(f"%b::{column_type(f)}[]" for f in concrete)
-    sql = (
-        f"INSERT INTO {qn(meta.db_table)} ({columns}) SELECT * FROM unnest({arrays}) "
-        f"RETURNING {column_name(meta.pk)}"
-    )
     is_json = [isinstance(f, models.JSONField) for f in concrete]
     pks: list[int] = []
     with binary_cursor() as cursor:
         for start in range(0, len(rows), ROWS_PER_STATEMENT):
-            chunk = rows[start : start + ROWS_PER_STATEMENT]
-            arrays_ = [
-                [json.dumps(v) for v in column] if js else list(column)
-                for column, js in zip(zip(*chunk, strict=True), is_json, strict=True)
+            values = [
+                [_json_text(v) for v in column] if js else list(column)
+                for column, js in zip(
+                    zip(*rows[start : start + ROWS_PER_STATEMENT], strict=True),
+                    is_json,
+                    strict=True,
+                )
             ]
+            sql, params = _insert_statement(meta, concrete, values)
             with connection.wrap_database_errors:  # Django's IntegrityError, as elsewhere
-                cursor.execute(sql, arrays_, prepare=False)
+                cursor.execute(sql, params, prepare=False)
             # rows come back in the order of the arrays (bulk_create relies on this too)
             pks.extend(pk for (pk,) in cursor.fetchall())
     return pks
+
+
+def _insert_statement(
+    meta: Options[Any], concrete: list[models.Field[Any, Any]], columns: list[list[Any]]
+) -> tuple[str, list[Any]]:
+    """`INSERT ... SELECT ... FROM unnest(...)` of the columns' values: a column whose
+    values are all the same (most of a submission's: its status, times, defaults) goes
+    as one value, not an array of copies (sending arrays costs most of the client's time)."""
+    constant = [column.count(column[0]) == len(column) for column in columns]
+    if all(constant):
+        constant[0] = False  # unnest needs an array to give the number of rows
+    names = [column_name(f) for f in concrete]
+    picks, arrays, params, array_params = [], [], [], []
+    for name, field, column, one in zip(names, concrete, columns, constant, strict=True):
+        if one:
+            picks.append(f"%b::{column_type(field)}")
+            params.append(column[0])
+        else:
+            picks.append(f"v.{name}")
+            arrays.append(f"%b::{column_type(field)}[]")
+            array_params.append(column)
+    unnested = [n for n, one in zip(names, constant, strict=True) if not one]
+    sql = (
+        f"INSERT INTO {connection.ops.quote_name(meta.db_table)} ({', '.join(names)}) "
+        f"SELECT {', '.join(picks)} FROM unnest({', '.join(arrays)}) AS v({', '.join(unnested)}) "
+        f"RETURNING {column_name(meta.pk)}"
+    )
+    return sql, params + array_params
+
+
+def _json_text(value: Any) -> str:
+    """A JSON field's value as JSON text (orjson: a tenth of json.dumps' time; keys that
+    are not strings become strings, as json.dumps makes them)."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def insert_objects(objs: Sequence[models.Model]) -> None:
@@ -161,6 +194,20 @@ def insert_objects(objs: Sequence[models.Model]) -> None:
         obj.pk = pk
         obj._state.adding = False
         obj._state.db = connection.alias
+
+
+def copy_unsaved(template: M, **values: Any) -> M:
+    """A new unsaved instance with `template`'s field values, then `values` set (by field
+    or attribute name; a foreign key by its object). `Model.__init__` resolves every
+    keyword of every instance (18 us for a workload); a bulk submission of thousands of
+    one shape copies one built instance instead (2 us). Mutable values (JSON fields) of
+    the template are shared: give each copy its own in `values`."""
+    obj = type(template).__new__(type(template))
+    obj.__dict__.update(template.__dict__)
+    obj._state = ModelState()
+    for name, value in values.items():
+        setattr(obj, name, value)
+    return obj
 
 
 def delete_rows(model: type[models.Model], pks: Sequence[int]) -> None:

@@ -9,8 +9,10 @@ channel-layer send costs about as much as a listener would, so events are sent t
 only while a websocket subscribes to it (a submission of 1,000 workloads to 1,000 projects
 spent 0.1 s on sends to nobody, and building the payloads nobody would read cost as much).
 The console consumer counts its subscriptions here (in the shared cache); the publisher
-reads the counts in one round trip per batch. A user's own group and a simulation's are
-always sent to (they carry few messages).
+reads the counts in one round trip per batch: one key, the count of every subscription,
+while nobody listens to any (a load of thousands of submissions asks nothing more), the
+counts of the batch's groups otherwise. A user's own group and a simulation's are always
+sent to (they carry few messages).
 
 A consumer that dies without unsubscribing leaves its count up: its groups' events are
 then sent for nothing, which costs a little but never loses one.
@@ -37,32 +39,42 @@ def _key(group: str) -> str:
     return f"{settings.SCHEDULER_KEY_PREFIX}:listeners:{group}"
 
 
+def _any_key() -> str:
+    """The count of every subscription to a watched group."""
+    return f"{settings.SCHEDULER_KEY_PREFIX}:listeners-any"
+
+
 async def awatch(group: str) -> None:
     """A websocket joins `group`: count it before it joins, so no event is skipped."""
     if not is_watched_kind(group):
         return
-    await cache.aadd(_key(group), 0, timeout=None)
-    await cache.aincr(_key(group))
+    for key in (_key(group), _any_key()):
+        await cache.aadd(key, 0, timeout=None)
+        await cache.aincr(key)
 
 
 async def aunwatch(group: str) -> None:
     """A websocket left `group`."""
     if not is_watched_kind(group):
         return
-    try:
-        if await cache.adecr(_key(group)) <= 0:
-            await cache.adelete(_key(group))
-    except ValueError:  # never counted (or the cache was flushed): nothing to undo
-        pass
+    for key in (_key(group), _any_key()):
+        try:
+            if await cache.adecr(key) <= 0:
+                await cache.adelete(key)
+        except ValueError:  # never counted (or the cache was flushed): nothing to undo
+            pass
 
 
 def listened(groups: Iterable[str]) -> set[str]:
     """The groups among `groups` worth sending to: every group that is not watched, and
-    the watched ones someone listens to (one cache round trip)."""
+    the watched ones someone listens to (one cache round trip, two while anyone listens
+    to any)."""
     groups = set(groups)
     watched = [g for g in groups if is_watched_kind(g)]
     if not watched:
         return groups
+    if (cache.get(_any_key()) or 0) <= 0:
+        return groups - set(watched)
     counts = cache.get_many([_key(g) for g in watched])
     silent = {g for g in watched if (counts.get(_key(g)) or 0) <= 0}
     return groups - silent

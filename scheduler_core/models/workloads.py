@@ -193,7 +193,10 @@ def total_gpus_of(groups: list[dict], pods: int, gpus: float) -> float:
 class WorkloadCandidatePool(models.Model):
     """One pool a workload may run in; lower `preference` is tried first."""
 
-    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="pool_choices")
+    workload = models.ForeignKey(
+        Workload, on_delete=models.CASCADE, related_name="pool_choices",
+        db_index=False,  # the unique (workload, pool) below serves it
+    )  # fmt: skip
     pool = models.ForeignKey("scheduler_core.NodePool", on_delete=models.CASCADE, related_name="+")
     preference = models.PositiveIntegerField(default=0)
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import slug_re
 from django.db import IntegrityError, transaction
@@ -21,7 +22,7 @@ from scheduler_core.choices import (
     WorkloadStatus,
 )
 from scheduler_core.db.bulk_reads import existing_keys
-from scheduler_core.db.bulk_writes import delete_rows, insert_objects, insert_rows
+from scheduler_core.db.bulk_writes import copy_unsaved, delete_rows, insert_objects, insert_rows
 from scheduler_core.engine import transitions
 from scheduler_core.live_events.batch import EventBatch
 from scheduler_core.live_events.recording import event_record
@@ -113,17 +114,25 @@ class _Checked:
     fields: dict[str, Any]
     json_fields: dict[str, str]  # as JSON text: each workload gets its own copy
 
-    def workload(self, req: WorkloadRequest, *, user, now) -> Workload:
-        """An unsaved workload for the request (its JSON fields its own copies)."""
+    def template(self, *, user, now) -> Workload:
+        """An unsaved workload of this shape, submitted by `user` at `now` (no project or
+        name yet): what `workload` copies."""
         return Workload(
-            project=req.project,
-            name=req.name,
             **self.fields,
-            **{k: json.loads(v) for k, v in self.json_fields.items()},
             submitted_by=user if access.is_authenticated(user) else None,
             submitted_at=now,
             status=WorkloadStatus.PENDING,
             pending_reason="waiting for the scheduler's next cycle",
+        )
+
+    def workload(self, req: WorkloadRequest, template: Workload) -> Workload:
+        """An unsaved workload for the request, a copy of `template` (its JSON fields its
+        own copies)."""
+        return copy_unsaved(
+            template,
+            project=req.project,
+            name=req.name,
+            **{k: orjson.loads(v) for k, v in self.json_fields.items()},
         )
 
 
@@ -206,10 +215,13 @@ def _insert(
 ) -> list[Workload]:
     """Write validated workloads, their candidate pools and `submitted` events in a few bulk
     INSERTs, publish the events after commit, and ask for one cycle."""
-    workloads = [
-        checked.workload(req, user=user, now=now)
-        for req, checked in zip(requests, validated, strict=True)
-    ]
+    templates: dict[int, Workload] = {}
+    workloads = []
+    for req, checked in zip(requests, validated, strict=True):
+        template = templates.get(id(checked))
+        if template is None:
+            template = templates[id(checked)] = checked.template(user=user, now=now)
+        workloads.append(checked.workload(req, template))
     try:
         with transaction.atomic():
             insert_objects(workloads)
@@ -255,7 +267,6 @@ def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[W
         if not allowed[req.project.pk]:
             raise PermissionDenied(f"workloads[{i}]: you cannot submit to project {req.project}")
     checker = _Checker()
-    existing = _existing_names(requests)
     errors = FieldErrors()
     validated = []
     seen: set[tuple[int, str]] = set()
@@ -267,12 +278,27 @@ def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[W
         key = (req.project.pk, req.name)
         if key in seen:
             errors.add(f"workloads[{i}].name", f"{req.name!r} appears twice in this request")
-        elif key in existing:
-            errors.add_conflict(f"workloads[{i}].name", _name_taken(req))
         seen.add(key)
-    errors.raise_if_any()
-    with transaction.atomic():
-        return _insert(requests, validated, user=user, now=timezone.now())
+    if errors:
+        _add_taken_names(errors, requests)
+        errors.raise_if_any()
+    try:
+        with transaction.atomic():
+            return _insert(requests, validated, user=user, now=timezone.now())
+    except Conflict:
+        # Names are looked up only once the insert finds one taken: a submission whose
+        # names are all new (almost every one) reads nothing before it writes.
+        _add_taken_names(errors, requests)
+        errors.raise_if_any()
+        raise
+
+
+def _add_taken_names(errors: FieldErrors, requests: Sequence[WorkloadRequest]) -> None:
+    """Add a conflict for each request whose name its project has already."""
+    existing = _existing_names(requests)
+    for i, req in enumerate(requests):
+        if (req.project.pk, req.name) in existing:
+            errors.add_conflict(f"workloads[{i}].name", _name_taken(req))
 
 
 def _name_taken(request: WorkloadRequest) -> str:

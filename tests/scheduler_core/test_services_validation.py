@@ -308,6 +308,37 @@ def test_a_bulk_submission_of_repeated_shapes_gives_each_workload_its_own_values
     assert list(errors_of(exc)) == ["workloads[1].name"]
 
 
+def test_a_bulk_submission_reusing_a_name_is_refused_naming_that_workload(cluster):
+    """Names are looked up only once the insert finds one taken: the answer still names
+    the workload whose name is taken, keeps nothing, and says it beside bad input."""
+    vision, researcher = cluster["vision"], cluster["researcher"]
+    workload_submit(user=researcher, request=WorkloadRequest(project=vision, name="taken", gpus=1))
+    with pytest.raises(Conflict) as exc:
+        workload_submit_bulk(
+            user=researcher,
+            requests=[
+                WorkloadRequest(project=vision, name="fresh", gpus=1),
+                WorkloadRequest(project=vision, name="taken", gpus=1),
+            ],
+        )
+    assert list(errors_of(exc)) == ["workloads[1].name"]
+    assert (
+        "a workload named 'taken' already exists in project vision"
+        in errors_of(exc)["workloads[1].name"][0]
+    )
+    assert list(Workload.objects.values_list("name", flat=True)) == ["taken"]
+    with pytest.raises(ValidationError) as exc:
+        workload_submit_bulk(
+            user=researcher,
+            requests=[
+                WorkloadRequest(project=vision, name="taken", gpus=1),
+                WorkloadRequest(project=vision, name="bad", gpus=1, pods=1, min_pods=2),
+            ],
+        )
+    assert not isinstance(exc.value, Conflict)  # bad input first
+    assert set(errors_of(exc)) == {"workloads[0].name", "workloads[1].min_pods"}
+
+
 def test_a_name_taken_by_a_concurrent_submission_is_a_conflict_and_nothing_is_kept(
     cluster, monkeypatch
 ):

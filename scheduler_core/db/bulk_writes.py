@@ -197,14 +197,16 @@ def insert_objects(objs: Sequence[models.Model]) -> None:
 
 
 def copy_unsaved(template: M, **values: Any) -> M:
-    """A new unsaved instance with `template`'s field values, then `values` set (by field
-    or attribute name; a foreign key by its object). `Model.__init__` resolves every
-    keyword of every instance (18 us for a workload); a bulk submission of thousands of
-    one shape copies one built instance instead (2 us). Mutable values (JSON fields) of
-    the template are shared: give each copy its own in `values`."""
+    """A new unsaved instance with `template`'s field values (and the related objects it
+    holds), then `values` set (by field or attribute name; a foreign key by its object).
+    `Model.__init__` resolves every keyword of every instance (18 us for a workload); a
+    bulk submission of thousands of one shape copies one built instance instead (2 us).
+    Mutable values (JSON fields) of the template are shared: give each copy its own in
+    `values`."""
     obj = type(template).__new__(type(template))
     obj.__dict__.update(template.__dict__)
     obj._state = ModelState()
+    obj._state.fields_cache = template._state.fields_cache.copy()  # related objects it holds
     for name, value in values.items():
         setattr(obj, name, value)
     return obj

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import orjson
@@ -142,8 +143,12 @@ class _Checker:
 
     def __init__(self) -> None:
         self.sizes = stored_pool_sizes()
-        self.all_pools = list(NodePool.objects.all())
         self.seen: dict[str, _Checked] = {}
+
+    @cached_property
+    def all_pools(self) -> list[NodePool]:
+        """Every pool: the candidates of a request that names none."""
+        return list(NodePool.objects.all())
 
     def check(self, req: WorkloadRequest) -> _Checked:
         """The request's checked shape, once its name is usable, its shape matches the
@@ -222,13 +227,7 @@ def _insert(
         if template is None:
             template = templates[id(checked)] = checked.template(user=user, now=now)
         workloads.append(checked.workload(req, template))
-    try:
-        with transaction.atomic():
-            insert_objects(workloads)
-    except IntegrityError as exc:  # a concurrent submission took a name
-        raise Conflict(
-            {"name": "a workload with this name was just created in the same project"}
-        ) from exc
+    insert_objects(workloads)  # a name taken: IntegrityError (see _clash)
     insert_rows(
         WorkloadCandidatePool,
         ("workload", "pool", "preference"),
@@ -252,10 +251,13 @@ def workload_submit(*, user, request: WorkloadRequest) -> Workload:
     if not access.can_submit_to(user, request.project):
         raise PermissionDenied(f"you cannot submit workloads to project {request.project}")
     validated = _Checker().check(request)
-    if (request.project.pk, request.name) in _existing_names([request]):
-        raise Conflict({"name": _name_taken(request)})
-    with transaction.atomic():
-        return _insert([request], [validated], user=user, now=timezone.now())[0]
+    try:
+        with transaction.atomic():
+            return _insert([request], [validated], user=user, now=timezone.now())[0]
+    except IntegrityError as exc:
+        if _existing_names([request]):
+            raise Conflict({"name": _name_taken(request)}) from exc
+        raise _clash() from exc
 
 
 def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[Workload]:
@@ -285,12 +287,20 @@ def workload_submit_bulk(*, user, requests: Sequence[WorkloadRequest]) -> list[W
     try:
         with transaction.atomic():
             return _insert(requests, validated, user=user, now=timezone.now())
-    except Conflict:
+    except IntegrityError as exc:
         # Names are looked up only once the insert finds one taken: a submission whose
         # names are all new (almost every one) reads nothing before it writes.
         _add_taken_names(errors, requests)
         errors.raise_if_any()
-        raise
+        raise _clash() from exc
+
+
+def _clash() -> Conflict:
+    """A write refused with no name taken now: a concurrent change won the race."""
+    return Conflict(
+        {"name": "a workload of this name, or its project or pool, changed at this moment; "
+         "submit it again"}
+    )  # fmt: skip
 
 
 def _add_taken_names(errors: FieldErrors, requests: Sequence[WorkloadRequest]) -> None:

@@ -357,7 +357,7 @@ def test_a_name_taken_by_a_concurrent_submission_is_a_conflict_and_nothing_is_ke
     ]
     with pytest.raises(Conflict) as exc:
         workload_submit_bulk(user=cluster["researcher"], requests=racing)
-    assert "just created in the same project" in errors_of(exc)["name"][0]
+    assert "changed at this moment; submit it again" in errors_of(exc)["name"][0]
     assert sorted(Workload.objects.values_list("name", flat=True)) == ["taken"]
 
 

@@ -269,9 +269,10 @@ def test_consolidation_moves_and_respects_the_switch() -> None:
     assert not any(isinstance(d, Move) for d in budget.decisions)
 
 
-def test_a_pool_that_moves_pods_only_within_quota_lets_borrowed_work_wait() -> None:
-    # p's quota is 4 and it holds 4: its 4-GPU job would run on borrowed GPUs, so the
-    # pool moves nobody's run for it; q's job, within q's quota, gets its move
+def test_a_pool_that_moves_pods_within_quota_moves_no_owned_run_for_work_beyond_it() -> None:
+    # p's quota is 4 and it holds 4: its 4-GPU job would run on borrowed GPUs, and the
+    # runs in its way are within their own quota, so the pool moves nobody's run for it;
+    # q's job, within q's quota, gets its move
     within = [PoolConfig(name="default", consolidation_within_quota=True)]
     nodes = [node("n1", 4), node("n2", 4)]
     queues = [dept("org", 8), project("p", gpus=4), project("q", gpus=4)]
@@ -285,10 +286,38 @@ def test_a_pool_that_moves_pods_only_within_quota_lets_borrowed_work_wait() -> N
     assert result.decisions == ()
     reason = result.pending["big"].reason
     assert "project p holds 4 GPUs of its deserved 4 in pool default and this needs 4" in reason
-    assert "moves running pods only to start work within quota" in reason
+    assert (
+        "moves running pods for work beyond quota only when they run beyond their own quota "
+        "and the move throws away at most 1/30 of the GPU-time it has waited"
+    ) in reason
     theirs = [*work[:2], workload("big", project="q", gpus=4, submitted_at=0.0)]
     result = run_cycle(snapshot(nodes, queues, theirs, pools=within))
     assert sorted(type(d).__name__ for d in result.decisions) == ["Allocate", "Move"]
+
+
+def test_for_work_beyond_quota_a_borrowed_run_moves_when_that_throws_away_little() -> None:
+    # r (quota 2) runs 2 GPUs on each node: 2 of them borrowed. p's 4-GPU job is beyond
+    # p's quota of 2; it waited 1,000 s (4,000 GPU-seconds): a move may throw away a
+    # thirtieth of that, 133 GPU-seconds. A 2-GPU run of 10 s (20) moves; of 100 s (200)
+    # it does not, and p's job waits.
+    pools = [
+        PoolConfig(
+            name="default", consolidation_within_quota=True, consolidation_weighs_lost_work=True
+        )
+    ]
+    nodes = [node("n1", 4), node("n2", 4)]
+    queues = [dept("org", 8), project("p", gpus=2), project("r", gpus=2)]
+
+    def cycle(run_for: float):  # type: ignore[no-untyped-def]
+        work = [
+            workload("r1", project="r", gpus=2, running_on=["n1"], started_at=1000.0 - run_for),
+            workload("r2", project="r", gpus=2, running_on=["n2"], started_at=1000.0 - run_for),
+            workload("big", project="p", gpus=4, submitted_at=0.0),
+        ]
+        return run_cycle(snapshot(nodes, queues, work, pools=pools, now=1000.0))
+
+    assert sorted(type(d).__name__ for d in cycle(10.0).decisions) == ["Allocate", "Move"]
+    assert cycle(100.0).decisions == ()
 
 
 def test_a_move_that_cannot_help_spends_no_consolidation_budget() -> None:

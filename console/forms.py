@@ -495,7 +495,7 @@ class PoolSettingsForm(forms.Form):
         "consolidation": "Consolidation: move running pods to make room for a gang",
         "max_consolidation_evaluations": "Moves evaluated per cycle",
         "consolidation_weighs_lost_work": "Weigh the work a move throws away against the wait",
-        "consolidation_within_quota": "Move pods only for work within its quota",
+        "consolidation_within_quota": "Move pods for work beyond quota only if borrowed and cheap",
         "reclaim_weighs_lost_work": "Weigh the work a reclaim throws away against the wait",
         "reserve_for_gangs": "Hold draining nodes for a gang that does not fit",
         "max_reclaims_per_cycle": "Reclaims per cycle",

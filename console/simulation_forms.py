@@ -360,7 +360,7 @@ TRACE_SETTINGS = (
     ("reclaim_weighs_lost_work", "Reclaims weigh the work they throw away"),
     ("over_quota_weight_from_quota", "Over-quota shared by quota, not by weight"),
     ("reserve_for_gangs", "Hold draining nodes for a waiting gang"),
-    ("consolidation_within_quota", "Move pods only for work within quota"),
+    ("consolidation_within_quota", "Move pods for work beyond quota only if borrowed and cheap"),
 )
 """The pool settings a trace run offers as ticks, on top of its profile (with the kai
 profile and none ticked: KAI's behaviour)."""

@@ -40,8 +40,9 @@ class PoolSettingsSerializer(StrictInputSerializer):
         "profile",
         "A policy profile: sets every setting it names at once. lab (a new pool's default): "
         "moves and reclaims weigh the work they throw away, over-quota by quota, draining "
-        "nodes held for gangs, moves only within quota, at most 2 evictions per workload, "
-        "preemption loops held; kai: exactly KAI-Scheduler's. Settings given beside it win.",
+        "nodes held for gangs, for work beyond quota only cheap moves of borrowed pods, at "
+        "most 2 evictions per workload, preemption loops held; kai: exactly KAI-Scheduler's. "
+        "Settings given beside it win.",
         choices=[(p, p) for p in PROFILES],
     )
     policy = _setting(
@@ -70,8 +71,9 @@ class PoolSettingsSerializer(StrictInputSerializer):
     )
     consolidation_within_quota = _setting(
         "consolidation_within_quota",
-        "Move running pods only to start a workload that its project's and department's "
-        "deserved quotas cover (off: KAI's behaviour).",
+        "Move running pods for a workload beyond its project's or department's deserved quota "
+        "only when they run beyond their own project's quota too and the move throws away at "
+        "most 1/30 of the GPU-time it has waited (off: KAI's behaviour).",
     )
     reserve_for_gangs = _setting(
         "reserve_for_gangs",
@@ -170,7 +172,7 @@ class PoolSerializer(serializers.Serializer):
         help_text="A move is made only while it throws away no more than the job has waited."
     )
     consolidation_within_quota = serializers.BooleanField(
-        help_text="Pods are moved only to start work within its quotas."
+        help_text="For work beyond its quotas, only borrowed pods are moved, and cheaply."
     )
     reserve_for_gangs = serializers.BooleanField(
         help_text="Nodes are held for a queue's first workload that does not fit for fragmentation."

@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for line in figures_table(runs):
         print(line)
+    for line in goals(runs):
+        print(line)
     width = max(len(k) for k in cpu) if cpu else 0
     print("scheduler CPU time, and how long a job takes to start:")
     for label, text in cpu.items():
@@ -184,6 +186,35 @@ def main(argv: list[str] | None = None) -> int:
         f"wall time {math.ceil(time.monotonic() - started)} s (machine shared: figures are noisy)"
     )
     return 0
+
+
+def goals(runs: dict[str, RunFigures]) -> list[str]:
+    """Issue 31's goals for Fairway on Slurm against Slurm alone, from this run (the
+    release-to-process goal, p50 under 1 s, is read from the line below them)."""
+    slurm, fairway = runs.get("slurm alone"), runs.get("fairway on slurm")
+    if slurm is None or fairway is None:
+        return []
+    longer = fairway.makespan_hours / slurm.makespan_hours - 1 if slurm.makespan_hours else 0.0
+    rows = [
+        (
+            "fairness deviation at most half of Slurm's",
+            f"{fairway.fairness_deviation:.3f} against {slurm.fairness_deviation:.3f}",
+            fairway.fairness_deviation <= slurm.fairness_deviation / 2,
+        ),
+        (
+            "mean completion time no worse",
+            f"{fairway.mean_completion_hours:.2f} h against {slurm.mean_completion_hours:.2f} h",
+            fairway.mean_completion_hours <= slurm.mean_completion_hours,
+        ),
+        (
+            "makespan within 2 %",
+            f"{fairway.makespan_hours:.2f} h against {slurm.makespan_hours:.2f} h ({longer:+.1%})",
+            longer <= 0.02,
+        ),
+    ]
+    return ["goals (issue 31), Fairway on Slurm against Slurm alone:"] + [
+        f"  {name}: {figures}: {'MET' if ok else 'NOT MET'}" for name, figures, ok in rows
+    ]
 
 
 def fairway_side() -> Callable[..., tuple[RunFigures, str]] | None:

@@ -4,9 +4,10 @@ Django's `bulk_update` builds a CASE WHEN expression per row and field; resolvin
 expressions costs seconds for a few thousand rows, and `bulk_create` prepares every value
 of every model instance. A cycle writes many rows with different values, so here, on
 PostgreSQL, rows are written by one `UPDATE ... FROM unnest(...)` or `INSERT ... SELECT
-FROM unnest(...)` statement per 5,000 rows: one array parameter per column, sent in binary
-through a cursor that binds its parameters on the server (Django's cursors quote every
-array element into the SQL text, which costs more than the statement itself). Elsewhere
+FROM unnest(...)` statement per 5,000 rows: one array parameter per column (an INSERT's
+column whose rows all agree goes as one value), sent in binary through a cursor that binds
+its parameters on the server (Django's cursors quote every array element into the SQL
+text, which costs more than the statement itself). Elsewhere
 UPDATEs are an `executemany` (sqlite3 runs it in a tight loop) and INSERTs `bulk_create`.
 These statements bypass Django's cursor wrappers (query logging and counting).
 """

@@ -6,7 +6,8 @@
   `replay_trace` and the what-if trace runs): the same quota rules, but a move or a
   reclaim is made only while the work it throws away is no more than the GPU-time it
   serves has waited, over-quota GPUs are shared by quota, draining nodes are held for
-  a gang that does not fit, pods are moved only for work within its quota, a workload
+  a gang that does not fit, pods are moved for work beyond its quota only when they are
+  borrowed too and the move is cheap (1/30 of the wait), a workload
   is evicted at most twice, and a preemption loop is held (README's trace section has
   the figures that chose these).
 

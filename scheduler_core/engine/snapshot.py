@@ -84,10 +84,12 @@ class PoolConfig:
     (actions/room_waits.py), times `reclaim_lost_work_ratio` (1: the break-even rule; 0.5:
     a queue waits twice as long as the work it would throw away); the rest it waits for
     (off: KAI's).
-    consolidation_within_quota: consolidation moves running pods only to start a
-    workload that its project and department's deserved quotas cover: not one that would
-    run on over-quota GPUs, lent while their owners do not ask for them and theirs to
-    take back; it waits for room to free instead (off: KAI's behaviour).
+    consolidation_within_quota: consolidation moves running pods for a workload that
+    would run beyond its project's or department's deserved quota (on GPUs lent while
+    their owners do not ask for them, theirs to take back) only when the pods moved run
+    beyond their own project's quota too and the move throws away at most 1/30 of the
+    GPU-time it has waited (actions.consolidate.BEYOND_QUOTA_MOVE_SHARE); otherwise it
+    waits for room to free (off: KAI's behaviour).
     reserve_for_gangs: when the first pending workload of a queue needing several GPUs
     cannot be placed because the free GPUs are scattered over nodes (or, its queue
     within its fairshare, because they are taken), the nodes likeliest to drain that

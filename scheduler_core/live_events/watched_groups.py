@@ -57,12 +57,14 @@ async def aunwatch(group: str) -> None:
     """A websocket left `group`."""
     if not is_watched_kind(group):
         return
-    for key in (_key(group), _any_key()):
-        try:
-            if await cache.adecr(key) <= 0:
-                await cache.adelete(key)
-        except ValueError:  # never counted (or the cache was flushed): nothing to undo
-            pass
+    try:
+        if await cache.adecr(_key(group)) <= 0:
+            await cache.adelete(_key(group))
+        # the total stays, at 0 too: deleting it could drop another websocket's count,
+        # added between the decrement and the delete
+        await cache.adecr(_any_key())
+    except ValueError:  # never counted (or the cache was flushed): nothing to undo
+        pass
 
 
 def listened(groups: Iterable[str]) -> set[str]:

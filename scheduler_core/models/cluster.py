@@ -49,8 +49,9 @@ class NodePool(models.Model):
     )
     consolidation_within_quota = models.BooleanField(
         default=False,
-        help_text="Move running pods only to start a workload that its project's and "
-        "department's deserved quotas cover, not one that would run on over-quota GPUs.",
+        help_text="Move running pods for a workload beyond its project's or department's "
+        "deserved quota only when they run beyond their own project's quota too and the move "
+        "throws away at most 1/30 of the GPU-time the workload has waited.",
     )
     reserve_for_gangs = models.BooleanField(
         default=False,

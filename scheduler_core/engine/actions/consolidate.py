@@ -65,31 +65,38 @@ def consolidate(session: Session) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """What a pending job needs room made for: its pods per group, its shape (what the
+    cycle's failures are remembered by), its widest pod, whether only borrowed pods may
+    move for it, and the GPU-time a move may throw away."""
+
+    counts: dict[str, int]
+    shape: tuple[object, ...]
+    widest: int
+    borrowed_only: bool
+    allowance: float
+
+
 def _lost(session: Session, v: WorkloadState) -> float:
     """GPU-seconds moving `v` throws away."""
     return lost_gpu_seconds(v.spec, session.now, v.allocated()[0])
 
 
 def _victim_groups(
-    session: Session,
-    pool: PoolIndex,
-    job: WorkloadState,
-    widest: int,
-    allowance: float,
-    *,
-    borrowed_only: bool,
+    session: Session, pool: PoolIndex, job: WorkloadState, target: _Target
 ) -> list[list[WorkloadState]]:
     """The workloads to move, as groups added one after the other: each evaluation
-    moves every group so far (with `borrowed_only`, only workloads of projects holding
-    more than their deserved quota). Weighing lost work (`allowance` finite): per node,
-    see _groups_by_node. Otherwise (FORMAT v1.2, KAI): one workload at a time, in victim
-    order (lowest priority, then the most recent, first)."""
-    if not math.isinf(allowance):
-        return _groups_by_node(session, pool, job, widest, allowance, borrowed_only)
+    moves every group so far (only borrowed ones for a target that says so: workloads
+    of projects holding more than their deserved quota). Weighing lost work (a finite
+    allowance): per node, see _groups_by_node. Otherwise (FORMAT v1.2, KAI): one
+    workload at a time, in victim order (lowest priority, then the most recent, first)."""
+    if not math.isinf(target.allowance):
+        return _groups_by_node(session, pool, job, target)
     return [
         [v]
         for v in _in_victim_order(session, pool)
-        if not borrowed_only or _borrowed(session, pool, v)
+        if not target.borrowed_only or _borrowed(session, pool, v)
     ]
 
 
@@ -122,18 +129,14 @@ def _movable(session: Session, v: WorkloadState) -> bool:
 
 
 def _groups_by_node(
-    session: Session,
-    pool: PoolIndex,
-    job: WorkloadState,
-    widest: int,
-    allowance: float,
-    borrowed_only: bool,
+    session: Session, pool: PoolIndex, job: WorkloadState, target: _Target
 ) -> list[list[WorkloadState]]:
     """Per node, the movable workloads that must leave it so that it has `widest` whole
     GPUs free: those that lose least first (then smaller ones), nodes whose group loses
     least first (then those closest to having room); a workload stays whose move alone
     would lose more than `allowance` GPU-seconds or which has a pod here as wide as the
     job's widest (see _as_wide)."""
+    widest, allowance = target.widest, target.allowance
     nodes = sorted(
         (n for n in pool.nodes if n.ready and n.workloads and n.gpus >= widest),
         key=lambda n: (-n.free_gpus(), n.index),
@@ -154,7 +157,7 @@ def _groups_by_node(
                 break
             if v.id in seen or v is job or v.pool != pool.name or not _movable(session, v):
                 continue
-            if borrowed_only and not _borrowed(session, pool, v):
+            if target.borrowed_only and not _borrowed(session, pool, v):
                 continue
             if _as_wide(v, node.name, widest) or not move_is_worth_it(lost, allowance):
                 continue
@@ -221,19 +224,6 @@ class _Slots:
         return True
 
 
-@dataclass(frozen=True, slots=True)
-class _Target:
-    """What a pending job needs room made for: its pods per group, its shape (what the
-    cycle's failures are remembered by), its widest pod, whether only borrowed pods may
-    move for it, and the GPU-time a move may throw away."""
-
-    counts: dict[str, int]
-    shape: tuple[object, ...]
-    widest: int
-    borrowed_only: bool
-    allowance: float
-
-
 def _target(
     session: Session, pool: PoolIndex, job: WorkloadState, failed: set[tuple[object, ...]]
 ) -> _Target | None:
@@ -280,9 +270,7 @@ def _attempt(
     target = _target(session, pool, job, failed)
     if target is None:
         return
-    groups = _victim_groups(
-        session, pool, job, target.widest, target.allowance, borrowed_only=target.borrowed_only
-    )
+    groups = _victim_groups(session, pool, job, target)
     chosen: list[WorkloadState] = []
     # the whole-GPU slots of each evaluation: the job's pods and the moved ones' to place,
     # the GPUs the moved ones free

@@ -74,10 +74,10 @@ POOL = "loadtest"
 PREFIX = "lt-"
 ROOT = Path(__file__).resolve().parents[1]
 LATE_LIMIT = 1.0
+"""Seconds a submission may be late before the run's figures stop meaning anything."""
 SUBMITTERS = 2
 """Client processes submitting at once (each instant's arrivals in one call, the
 instants in turn)."""
-"""Seconds a submission may be late before the run's figures stop meaning anything."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,8 +249,8 @@ class LoadTest:
         try:
             start = time.monotonic()
             started_at = timezone.now()
-            ticker.start()
-            lag, slowest = self._submit(arrivals, projects, pool, user, start)
+            # the ticker starts once the clients are forked (no lock of its held in them)
+            lag, slowest = self._submit(arrivals, projects, pool, user, start, ticker.start)
             self.write(
                 f"  all submitted after {time.monotonic() - start:.1f} s "
                 f"(the load's arrivals span {arrivals[-1][0]:.1f} s); submissions were at most "
@@ -305,12 +305,14 @@ class LoadTest:
         pool: NodePool,
         user: AbstractBaseUser,
         start: float,
+        forked: Callable[[], None],
     ) -> tuple[float, float]:
         """Submit each instant's arrivals in one bulk call, on time, from SUBMITTERS
         clients (processes, each with its own connection, taking the instants in turn:
         clients of a lab run on their own machines, and one process could not send the
         large-scale load in time); returns how late the latest call was (until it
-        returned: a cycle cannot see it before) and how long the slowest took (seconds)."""
+        returned: a cycle cannot see it before) and how long the slowest took (seconds).
+        `forked()` is called once the clients run."""
         instants = _instants(arrivals, projects, pool)
         connections.close_all()  # each client opens its own
         fork = multiprocessing.get_context("fork")
@@ -323,6 +325,7 @@ class LoadTest:
             process.start()
             send.close()
             clients.append((process, receive))
+        forked()
         results = []
         for process, receive in clients:
             try:

@@ -199,6 +199,7 @@ class EventsConsumer(DirectDispatch, AsyncJsonWebsocketConsumer):
 
     async def connect(self) -> None:
         self.subscriptions: set[str] = set()
+        self.watches: dict[str, tuple[str, ...]] = {}  # group -> its counts (watched_groups)
         self.snapshot: AccessSnapshot | None = None
         self.personal_group: str | None = None
         # The browser's session (AuthMiddlewareStack puts it in every real connection's
@@ -221,8 +222,7 @@ class EventsConsumer(DirectDispatch, AsyncJsonWebsocketConsumer):
             groups.add(self.personal_group)
         for group in groups:
             await self.channel_layer.group_discard(group, self.channel_name)
-            if group in getattr(self, "subscriptions", ()):
-                await watched_groups.aunwatch(group)
+            await watched_groups.aunwatch(getattr(self, "watches", {}).pop(group, ()))
 
     # --- client -> server ----------------------------------------------------------------
 
@@ -276,7 +276,7 @@ class EventsConsumer(DirectDispatch, AsyncJsonWebsocketConsumer):
         accepted, denied = await database_sync_to_async(authorize_groups)(self.snapshot, groups)
         for group in accepted:
             if group not in self.subscriptions:
-                await watched_groups.awatch(group)
+                self.watches[group] = await watched_groups.awatch(group)
                 await self.channel_layer.group_add(group, self.channel_name)
                 self.subscriptions.add(group)
         await self.send_json({"type": "subscribed", "groups": accepted, "denied": denied})
@@ -286,7 +286,7 @@ class EventsConsumer(DirectDispatch, AsyncJsonWebsocketConsumer):
         for group in left:
             await self.channel_layer.group_discard(group, self.channel_name)
             self.subscriptions.discard(group)
-            await watched_groups.aunwatch(group)
+            await watched_groups.aunwatch(self.watches.pop(group, ()))
         frame: dict[str, Any] = {"type": "unsubscribed", "groups": left if reason else groups}
         if reason:
             frame["reason"] = reason

@@ -44,25 +44,30 @@ def _any_key() -> str:
     return f"{settings.SCHEDULER_KEY_PREFIX}:listeners-any"
 
 
-async def awatch(group: str) -> None:
-    """A websocket joins `group`: count it before it joins, so no event is skipped."""
+async def awatch(group: str) -> tuple[str, ...]:
+    """A websocket joins `group`: count it before it joins, so no event is skipped.
+    Returns the keys counted, for `aunwatch`: a websocket takes back exactly the counts
+    it added, whatever the settings say by then (tests change the key prefix)."""
     if not is_watched_kind(group):
-        return
-    for key in (_key(group), _any_key()):
+        return ()
+    keys = (_key(group), _any_key())
+    for key in keys:
         await cache.aadd(key, 0, timeout=None)
         await cache.aincr(key)
+    return keys
 
 
-async def aunwatch(group: str) -> None:
-    """A websocket left `group`."""
-    if not is_watched_kind(group):
+async def aunwatch(keys: tuple[str, ...]) -> None:
+    """A websocket left the group whose counts `awatch` gave it."""
+    if not keys:
         return
+    group_key, any_key = keys
     try:
-        if await cache.adecr(_key(group)) <= 0:
-            await cache.adelete(_key(group))
+        if await cache.adecr(group_key) <= 0:
+            await cache.adelete(group_key)
         # the total stays, at 0 too: deleting it could drop another websocket's count,
         # added between the decrement and the delete
-        await cache.adecr(_any_key())
+        await cache.adecr(any_key)
     except ValueError:  # never counted (or the cache was flushed): nothing to undo
         pass
 

@@ -229,6 +229,14 @@ def _target(
 ) -> _Target | None:
     """The job's target, or None when no move can start it in this cycle."""
     counts = session.gang_counts(job)
+    # a shape that could not be made room for will not fit later in this cycle either;
+    # one that failed with every movable run to choose from fails with borrowed ones too
+    base = (
+        tuple((g.gpus, g.cpu, g.memory, counts.get(g.name, 0)) for g in job.groups),
+        tuple(sorted(job.selector.items())),
+    )
+    if (*base, False) in failed:
+        return None
     need = sum(g.gpus * counts.get(g.name, 0) for g in job.groups)
     if need > pool.free_gpus + EPSILON:
         return None
@@ -236,12 +244,7 @@ def _target(
     if session.admission_problem(job, pool.name, request) is not None:
         return None
     beyond = bool(pool.config.consolidation_within_quota) and _borrows(session, pool, job, request)
-    # a shape that could not be made room for will not fit later in this cycle either
-    shape = (
-        tuple((g.gpus, g.cpu, g.memory, counts.get(g.name, 0)) for g in job.groups),
-        tuple(sorted(job.selector.items())),
-        beyond,
-    )
+    shape = (*base, beyond)
     widest = max(
         (round(g.gpus) for g in job.groups if counts.get(g.name) and g.gpus >= 1.0), default=1
     )

@@ -134,7 +134,7 @@ class Applier:
         node_ids = sorted(self.live.node_ids[n] for n in node_names if n in self.live.node_ids)
         for chunk in key_chunks(node_ids):
             for pk, version, state in (
-                Node.objects.select_for_update(no_key=True).filter(pk__in=chunk).order_by("pk")
+                Node.objects.select_for_update(no_key=True).filter(pk__any_of=chunk).order_by("pk")
                 .values_list("pk", "version", "state")
             ):  # fmt: skip
                 self.node_current[pk] = (version, state)
@@ -144,7 +144,7 @@ class Applier:
         ids.update(int(pk) for pk in explained)
         ids.update(int(pk) for pk in self.result.room_wait_since)
         for chunk in key_chunks(sorted(ids)):
-            for w in lock_workloads(Workload.objects.filter(pk__in=chunk)):
+            for w in lock_workloads(Workload.objects.filter(pk__any_of=chunk)):
                 self.instances[w.pk] = w
                 self.current[w.pk] = (w.version, w.status)
 

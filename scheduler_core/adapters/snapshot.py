@@ -351,7 +351,7 @@ def _read_nodes(pks: list[int]) -> dict[int, dict[str, Any]]:
     """Rows (NODE_FIELDS) of nodes `pks`, their labels as the engine sees them."""
     rows = {}
     for chunk in key_chunks(pks):
-        for row in Node.objects.filter(pk__in=chunk).values(*NODE_FIELDS):
+        for row in Node.objects.filter(pk__any_of=chunk).values(*NODE_FIELDS):
             row["labels"] = _node_labels(row["labels"], row.pop("capabilities"))
             rows[row["pk"]] = row
     return rows
@@ -369,12 +369,12 @@ def _read_static(pks: list[int]) -> dict[int, StaticPart]:
     rows = []
     for chunk in key_chunks(pks):
         for workload_id, pool_id in (
-            WorkloadCandidatePool.objects.filter(workload_id__in=chunk)
+            WorkloadCandidatePool.objects.filter(workload_id__any_of=chunk)
             .order_by("workload_id", "preference", "pk")
             .values_list("workload_id", "pool_id")
         ):
             pools[workload_id].append(pool_id)
-        rows += Workload.objects.filter(pk__in=chunk).values(*STATIC_FIELDS)
+        rows += Workload.objects.filter(pk__any_of=chunk).values(*STATIC_FIELDS)
     return {
         r["pk"]: StaticPart(
             version=r["version"],
@@ -450,7 +450,7 @@ def load_snapshot(
     placed = [pk for pk, _, status, *_ in hot if status != WorkloadStatus.PENDING]
     for chunk in key_chunks(placed):  # by key, not joined (see _read_static)
         for pk, workload_id, group, pod_index, node_id, devices, fraction in (
-            Allocation.objects.filter(workload_id__in=chunk)
+            Allocation.objects.filter(workload_id__any_of=chunk)
             .order_by("workload_id", "group", "pod_index")
             .values_list("pk", "workload_id", "group", "pod_index", "node_id", "gpu_devices",
                          "gpu_fraction")

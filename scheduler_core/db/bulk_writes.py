@@ -225,15 +225,16 @@ def delete_rows(model: type[models.Model], pks: Sequence[int]) -> None:
         if relation.on_delete is not models.SET_NULL:  # type: ignore[attr-defined]
             raise ValueError(f"delete_rows cannot honour {relation} ({relation.on_delete})")  # type: ignore[attr-defined]
         field = relation.field
-        relation.related_model._base_manager.filter(**{f"{field.name}__in": pks}).update(
+        relation.related_model._base_manager.filter(**{f"{field.name}__any_of": pks}).update(
             **{field.name: None}
         )
-    table = connection.ops.quote_name(model._meta.db_table)
-    marks = ", ".join(["%s"] * len(pks))
+    table, pk = connection.ops.quote_name(model._meta.db_table), column_name(model._meta.pk)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {table} WHERE {column_name(model._meta.pk)} IN ({marks})", list(pks)
-        )
+        if connection.vendor == "postgresql":
+            cursor.execute(f"DELETE FROM {table} WHERE {pk} = ANY(%s)", [list(pks)])
+        else:
+            marks = ", ".join(["%s"] * len(pks))
+            cursor.execute(f"DELETE FROM {table} WHERE {pk} IN ({marks})", list(pks))
 
 
 def model_fields(meta: Options[Any], names: Sequence[str]) -> list[models.Field[Any, Any]]:

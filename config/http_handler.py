@@ -38,8 +38,13 @@ from django.http import FileResponse, HttpResponseBase
 from django.urls import set_script_prefix
 
 # Requests one web process serves at once. Views wait on the database and Redis part of the
-# time; more threads than that keeps busy only add database connections.
-DEFAULT_THREADS = 8
+# time, but the threads of one process share its interpreter lock: a thread that holds
+# SQLite's one write lock (or a PostgreSQL row lock) waits for the interpreter between its
+# statements while its siblings run, and every writer in every process waits behind it.
+# With 20 clients on two cores (`python -m benchmarks.api_load`, three processes), 8
+# threads each kept a submission waiting p95 144-466 ms for the database, 2 threads
+# 55-69 ms; the list serves as many requests per second either way.
+DEFAULT_THREADS = 2
 
 
 def request_threads() -> int:

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from django.utils import timezone
 
 from scheduler_core.adapters.snapshot import LiveSnapshot
-from scheduler_core.db.bulk_writes import update_rows
+from scheduler_core.db.bulk_writes import insert_objects, update_rows
 from scheduler_core.engine import CycleResult, QueueStatus
 from scheduler_core.models import QueueState
 
@@ -120,8 +120,8 @@ def write_queue_states(live: LiveSnapshot, result: CycleResult) -> int:
                 )  # fmt: skip
             elif any(_differs(row[k], v) for k, v in values.items()):
                 changed.append(SimpleNamespace(pk=row["pk"], updated_at=now, **values))
-    if created:
-        QueueState.objects.bulk_create(created)
+    # a new cluster's first cycle creates a row per queue and pool: a thousand queues
+    insert_objects(created)
     if changed:
         update_rows(changed, [*FIGURES, "updated_at"], model=QueueState)
     return len(created) + len(changed)

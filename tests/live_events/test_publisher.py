@@ -3,6 +3,8 @@ the caller."""
 
 import threading
 
+from django.conf import settings
+
 from scheduler_core.live_events import publisher as event_publisher
 
 
@@ -69,13 +71,16 @@ def test_the_publisher_thread_sends_through_the_channel_layer_on_one_loop_of_its
     assert loops[0] is not None and all(loop is loops[0] for loop in loops)
 
 
-def test_a_worker_keeps_its_startup_objects_out_of_full_garbage_collections():
+def test_a_worker_keeps_startup_objects_out_of_full_collections_and_collects_less_often():
     import gc
 
     from config.celery import _freeze_startup_objects
 
+    threshold = gc.get_threshold()
     try:
         _freeze_startup_objects()
         assert gc.get_freeze_count() > 10_000
+        assert gc.get_threshold() == (settings.WORKER_GC_THRESHOLD, *threshold[1:])
     finally:
         gc.unfreeze()
+        gc.set_threshold(*threshold)

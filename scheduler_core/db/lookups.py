@@ -29,17 +29,19 @@ class AnyOf(Lookup):  # type: ignore[type-arg]
             raise TypeError(f"any_of takes a list of values, not {type(values).__name__}")
         return list(dict.fromkeys(v for v in values if v is not None))
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
-        lhs, params = self.process_lhs(compiler, connection)
+    def _lhs(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
         if not self.rhs:
-            raise EmptyResultSet
+            raise EmptyResultSet  # nothing matches (and `exclude` keeps every row)
+        lhs, params = self.process_lhs(compiler, connection)
+        return lhs, tuple(params)
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
+        lhs, params = self._lhs(compiler, connection)
         marks = ", ".join(["%s"] * len(self.rhs))
         return f"{lhs} IN ({marks})", (*params, *self.rhs)
 
     def as_postgresql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
-        lhs, params = self.process_lhs(compiler, connection)
-        if not self.rhs:
-            raise EmptyResultSet
+        lhs, params = self._lhs(compiler, connection)
         return f"{lhs} = ANY(%s)", (*params, self.rhs)
 
 

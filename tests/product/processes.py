@@ -33,12 +33,21 @@ def services(*args: str, run_dir: Path, **ports: int) -> dict[str, str]:
     return dict(re.findall(r"export (\w+)=(\S+)", done.stdout))
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Product:
     """`manage.py run` on a free port with `env` added to this process's environment
     (less the variables named in `unset`)."""
 
     def __init__(
-        self, *args: str, env: dict[str, str], var_dir: Path, unset: tuple[str, ...] = ()
+        self,
+        *args: str,
+        env: dict[str, str],
+        var_dir: Path,
+        unset: tuple[str, ...] = (),
+        sigint_ignored: bool = False,
     ) -> None:
         self.port = free_port()
         self.lines: list[str] = []
@@ -50,6 +59,8 @@ class Product:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            # as a script's background job (`cmd &`) starts it: with SIGINT ignored
+            preexec_fn=_ignore_sigint if sigint_ignored else None,
         )
         threading.Thread(target=self._read, daemon=True).start()
 

@@ -1,5 +1,6 @@
 """README command 1 for real: `manage.py run` starts embedded Redis, the web server, a
-worker and beat as separate processes; the console and admin answer; Ctrl-C stops them all."""
+worker and beat as separate processes; the console and admin answer; Ctrl-C stops them all,
+also when a script started it in the background (which starts it with SIGINT ignored)."""
 
 import os
 import signal
@@ -39,7 +40,7 @@ def test_run_starts_and_stops_the_whole_product(tmp_path):
         check=True,
         capture_output=True,
     )
-    product = Product(env={}, var_dir=tmp_path, unset=EXTERNAL)
+    product = Product(env={}, var_dir=tmp_path, unset=EXTERNAL, sigint_ignored=True)
     port, proc = product.port, product.process
     try:
         # the banner comes once the web server answers and the local agent has started

@@ -222,6 +222,9 @@ class Command(BaseCommand):
         var.mkdir(parents=True, exist_ok=True)
         supervisor = Supervisor(dict(os.environ))
         signal.signal(signal.SIGTERM, _raise_interrupt)
+        # Ctrl-C stops it even when started in the background of a script, which starts it
+        # with SIGINT ignored (Python then keeps it ignored)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         py = sys.executable
         try:
             if not supervisor.env.get("REDIS_URL"):

@@ -39,9 +39,10 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 f"not a Fairway token (they start with {TOKEN_PREFIX!r})"
             )
-        token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(raw)).first()
-        if token is None:
-            raise exceptions.AuthenticationFailed("invalid or revoked token")
+        try:  # key_hash is unique: no ordering to compile and sort by, as first() would
+            token = ApiToken.objects.select_related("user").get(key_hash=hash_token(raw))
+        except ApiToken.DoesNotExist:
+            raise exceptions.AuthenticationFailed("invalid or revoked token") from None
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed("the token's user is deactivated")
         self._touch(token)

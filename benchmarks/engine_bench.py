@@ -345,7 +345,9 @@ class ReplayReport:
 
 
 def replay_kueue_baseline(tick: float = 0.1, limit_seconds: float = 3600.0) -> ReplayReport:
-    """Replay the Kueue baseline in simulated time, one cycle every `tick` seconds."""
+    """Replay the Kueue baseline in simulated time, one cycle every `tick` seconds. A
+    replay that has not finished every workload by `limit_seconds` has no makespan (inf,
+    usage 0): the last completion would pass for one."""
     pools, nodes, queues = kueue_baseline_cluster()
     projects = [q.name for q in queues.values() if q.parent is not None]
     pods_of = {c.name: c.pods for c in KUEUE_CLASSES}
@@ -387,16 +389,16 @@ def replay_kueue_baseline(tick: float = 0.1, limit_seconds: float = 3600.0) -> R
         step += 1
         t = round(step * tick, 6)
     wall = time.perf_counter() - start
-    makespan = last_completion
+    makespan = last_completion if finished == len(arrivals) else math.inf
     per_class: dict[str, list[float]] = {}
     for wid, at in admitted.items():
         per_class.setdefault(klass[wid], []).append(at - submitted[wid])
     return ReplayReport(
         makespan=makespan,
         ideal_makespan=total_work / capacity,
-        utilisation=total_work / (capacity * makespan) if makespan else 0.0,
+        utilisation=total_work / (capacity * makespan) if 0 < makespan < math.inf else 0.0,
         per_project_usage={p: s / makespan / 20.0 for p, s in gpu_seconds.items()}
-        if makespan
+        if 0 < makespan < math.inf
         else {},
         admission={c: sum(v) / len(v) for c, v in per_class.items()},
         cycles=sim.cycles,

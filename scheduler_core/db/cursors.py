@@ -6,10 +6,10 @@ Django's default cursor writes every parameter into the SQL text on the client, 
 PostgreSQL then parses and plans at every run; planning the workload list's page cost it
 more than running it. A server-bound statement is sent with its parameters apart and,
 after `prepare_threshold` runs on one connection, prepared: parsed once, and planned once
-as soon as a generic plan serves as well as a fresh one. The protocol carries at most 65,535 parameters per statement, where Django's
-default cursor has no limit (`pk__in` of a long list, a prefetch over a long queryset):
-such a statement is sent with its values written into it, as the default cursor sends
-every statement.
+as soon as a generic plan serves as well as a fresh one. The protocol carries at most
+65,535 parameters per statement, where Django's default cursor has no limit (`pk__in` of
+a long list, a prefetch over a long queryset): such a statement is sent with its values
+written into it, as the default cursor sends every statement.
 """
 
 from __future__ import annotations

@@ -23,6 +23,19 @@ class WorkloadQuerySet(models.QuerySet):
 
         return self.filter(project__in=Project.objects.filter(access.project_q(user)).values("pk"))
 
+    def visible_to_by_ids(self, user) -> WorkloadQuerySet:
+        """The same workloads as `visible_to`, filtered by the visible projects' ids, read
+        first in one short query (access.visible_project_ids). For a query that runs more
+        than once, as a list's count and page do: the rule's subquery over memberships was
+        built by Django and planned by PostgreSQL in each of them, where an array of ids is
+        one parameter of a statement planned once (the list at 20 clients,
+        `benchmarks.api_load` on PostgreSQL: 161-190 requests/s with the subquery, 178-233
+        with the ids)."""
+        ids = access.visible_project_ids(user)
+        if ids is None:  # a system admin sees every project
+            return self.all()
+        return self.filter(project_id__any_of=ids)
+
     def active(self) -> WorkloadQuerySet:
         return self.filter(status__in=ACTIVE_STATES)
 

@@ -21,7 +21,6 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from scheduler_core import access
 from scheduler_core.choices import WorkloadStatus
 from scheduler_core.models import Allocation, NodePool, Workload, WorkloadCandidatePool
 
@@ -29,23 +28,10 @@ from scheduler_core.models import Allocation, NodePool, Workload, WorkloadCandid
 def workload_list(*, user) -> QuerySet[Workload]:
     """Workloads `user` may see, with what a list row shows, in a constant number of queries."""
     return (
-        _of_visible_projects(user)
+        Workload.objects.visible_to_by_ids(user)
         .select_related("project", "project__department", "submitted_by")
         .order_by("-submitted_at", "-id")
     )
-
-
-def _of_visible_projects(user) -> QuerySet[Workload]:
-    """Workloads of the projects `user` may see (the access rule), by the projects' ids,
-    read first in one short query. A list runs two statements (its count and its page):
-    with the rule's subquery over memberships in each, Django built and PostgreSQL planned
-    that join twice per request, where an array of ids is one parameter of a statement
-    planned once (the list at 20 clients, `benchmarks.api_load` on PostgreSQL: 161-190
-    requests/s with the subquery, 178-233 with the ids)."""
-    ids = access.visible_project_ids(user)
-    if ids is None:  # a system admin sees every project
-        return Workload.objects.all()
-    return Workload.objects.filter(project_id__any_of=ids)
 
 
 def workloads_with_placements(qs: QuerySet[Workload]) -> QuerySet[Workload]:

@@ -20,10 +20,14 @@ then sent for nothing, which costs a little but never loses one.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
+from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import DEFAULT_CACHE_ALIAS, cache, caches
+from django.core.cache.backends.redis import RedisCache
 
 CLUSTER_GROUP = "cluster"
 WATCHED_PREFIXES = ("workload-", "project-", "pool-")
@@ -51,25 +55,71 @@ async def awatch(group: str) -> tuple[str, ...]:
     if not is_watched_kind(group):
         return ()
     keys = (_key(group), _any_key())
-    for key in keys:
-        await cache.aadd(key, 0, timeout=None)
-        await cache.aincr(key)
+    await sync_to_async(_counters().add)(keys)
     return keys
 
 
 async def aunwatch(keys: tuple[str, ...]) -> None:
     """A websocket left the group whose counts `awatch` gave it."""
-    if not keys:
-        return
-    group_key, any_key = keys
-    try:
-        if await cache.adecr(group_key) <= 0:
-            await cache.adelete(group_key)
-        # the total stays, at 0 too: deleting it could drop another websocket's count,
-        # added between the decrement and the delete
-        await cache.adecr(any_key)
-    except ValueError:  # never counted (or the cache was flushed): nothing to undo
-        pass
+    if keys:
+        await sync_to_async(_counters().take_back)(*keys)
+
+
+class _CacheCounters:
+    """The counts in any Django cache, each change under a lock of this process (the only
+    one that sees a local-memory cache)."""
+
+    lock = threading.Lock()
+
+    def add(self, keys: tuple[str, ...]) -> None:
+        with self.lock:
+            for key in keys:
+                cache.add(key, 0, timeout=None)
+                cache.incr(key)
+
+    def take_back(self, group_key: str, any_key: str) -> None:
+        with self.lock:
+            try:
+                if cache.decr(group_key) <= 0:
+                    cache.delete(group_key)
+                cache.decr(any_key)
+            except ValueError:  # never counted (or the cache was flushed): nothing to undo
+                pass
+
+
+class _RedisCounters:
+    """The counts in Redis, each change one atomic step whatever other processes do: a
+    group's count that reaches 0 is deleted in the same step (deleted after another
+    websocket's increment, it would lose that websocket's count); the total stays, at 0
+    too. A count never made (the cache was flushed) is left alone."""
+
+    TAKE_BACK = """
+    if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('DECR', KEYS[1]) <= 0 then
+        redis.call('DEL', KEYS[1])
+    end
+    if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('DECR', KEYS[2]) end
+    return 0
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def add(self, keys: tuple[str, ...]) -> None:
+        pipe = self.client.pipeline()
+        for key in keys:
+            pipe.incr(cache.make_and_validate_key(key))  # made at 0 when missing
+        pipe.execute()
+
+    def take_back(self, group_key: str, any_key: str) -> None:
+        names = [cache.make_and_validate_key(k) for k in (group_key, any_key)]
+        self.client.eval(self.TAKE_BACK, 2, *names)
+
+
+def _counters() -> _CacheCounters | _RedisCounters:
+    backend = caches[DEFAULT_CACHE_ALIAS]
+    if isinstance(backend, RedisCache):  # Django's own Redis cache: its client, for scripts
+        return _RedisCounters(backend._cache.get_client(write=True))
+    return _CacheCounters()
 
 
 def listened(groups: Iterable[str]) -> set[str]:

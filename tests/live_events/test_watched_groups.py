@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 from asgiref.sync import async_to_sync
@@ -29,3 +30,40 @@ def test_a_websocket_takes_back_only_the_counts_it_added(settings):
     async_to_sync(watched_groups.awatch)("cluster")
     async_to_sync(watched_groups.aunwatch)(old)
     assert watched_groups.listened({"cluster"}) == {"cluster"}
+
+
+def leave_and_join_at_once(leaving: tuple[str, ...]) -> tuple[str, ...]:
+    """One websocket leaves "cluster" while another joins it, from two threads started
+    together; returns the keys the one that joined counted."""
+    start = threading.Barrier(2)
+    joined: list[tuple[str, ...]] = []
+
+    def leave() -> None:
+        start.wait()
+        async_to_sync(watched_groups.aunwatch)(leaving)
+
+    def join() -> None:
+        start.wait()
+        joined.append(async_to_sync(watched_groups.awatch)("cluster"))
+
+    threads = [threading.Thread(target=leave), threading.Thread(target=join)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return joined[0]
+
+
+def test_a_page_left_while_the_next_one_joins_keeps_the_group_listened(settings):
+    """A browser going from one page to the next: the old page's websocket leaves a group
+    while the new page's joins it, at the same moment (two coroutines of the web process,
+    or two processes). However their steps interleave, the new one stays counted: with a
+    count that reached 0 deleted after the new one added itself, the group would look
+    unwatched and its events would never reach the new page."""
+    settings.SCHEDULER_KEY_PREFIX = f"watch-{uuid.uuid4().hex[:8]}"
+    current = async_to_sync(watched_groups.awatch)("cluster")
+    for _ in range(150):
+        current = leave_and_join_at_once(current)
+        assert watched_groups.listened({"cluster"}) == {"cluster"}
+    async_to_sync(watched_groups.aunwatch)(current)
+    assert watched_groups.listened({"cluster"}) == set()

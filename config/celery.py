@@ -1,7 +1,9 @@
 """The Celery application: scheduling cycles, simulated runtime and what-if runs."""
 
+import contextlib
 import gc
 import os
+import signal
 
 from celery import Celery
 from celery.signals import (
@@ -10,6 +12,7 @@ from celery.signals import (
     worker_init,
     worker_process_init,
     worker_ready,
+    worker_shutting_down,
 )
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -26,6 +29,36 @@ def _publish_events_in_background(**kwargs) -> None:
     from scheduler_core.live_events import publisher as event_publisher
 
     event_publisher.enable()
+
+
+# What the worker sends its pool processes when it shuts down (Celery leaves SIGUSR2 alone
+# unless CELERY_RDBSIG is set, in the main process only).
+STOP_LOOPS_SIGNAL = signal.SIGUSR2
+
+
+@worker_process_init.connect
+def _stop_loops_when_told(**kwargs) -> None:
+    """A pool process ends its scheduling loop when the worker shuts down (below)."""
+    from scheduler_core.loop.cycle import stop_loops
+
+    signal.signal(STOP_LOOPS_SIGNAL, lambda signum, frame: stop_loops())
+
+
+@worker_shutting_down.connect
+def _end_scheduling_loops(**kwargs) -> None:
+    """A warm shutdown (SIGTERM, Ctrl-C) waits for the tasks being run, and a scheduling
+    loop's task runs up to SCHEDULER_LOOP_SECONDS: the loops end after their current
+    cycle instead, so the worker stops within about a cycle (and a pool process is never
+    killed under its task, which Celery logs as a lost task)."""
+    from billiard.process import active_children
+
+    from scheduler_core.loop.cycle import stop_loops
+
+    stop_loops()  # a solo or threads pool runs its tasks in this process
+    for child in active_children():
+        if child.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, STOP_LOOPS_SIGNAL)
 
 
 @worker_ready.connect

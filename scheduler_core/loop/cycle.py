@@ -20,6 +20,7 @@ requests keep coming or simulated runs keep ending, for a bounded time.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -53,6 +54,17 @@ from scheduler_core.runtime.interface import ExecutionBackend, RunEnd
 from scheduler_core.runtime.usage import record_usage, usage_due
 
 logger = logging.getLogger(__name__)
+
+
+_stopping = threading.Event()
+
+
+def stop_loops() -> None:
+    """This process is shutting down: a running scheduling loop ends after its current
+    cycle (with a follow-up asked for where a request is still open), and loops started
+    from now on run one cycle. Cycles are never cut short: each commits or rolls back
+    whole."""
+    _stopping.set()
 
 
 class LockLost(RuntimeError):
@@ -122,7 +134,7 @@ def run_scheduling_loop(
             triggers.take_follow_up()
             report = _run_locked(lock, None, state)
             reports.append(report)
-            if not _wait_for_next_cycle(end, report, wait):
+            if _stopping.is_set() or not _wait_for_next_cycle(end, report, wait):
                 break
     finally:
         triggers.loop_stopped()
@@ -168,7 +180,7 @@ def _wait_for_next_cycle(end: float, report: CycleReport, wait: bool) -> bool:
         weights[run.at.timestamp() + offset] += run_weight(run.gpus)
     ends = list(weights.items())
     wanted = False
-    while True:
+    while not _stopping.is_set():
         wanted = wanted or triggers.follow_up_wanted()
         now = time.monotonic()
         delay = start_delay(
@@ -188,6 +200,7 @@ def _wait_for_next_cycle(end: float, report: CycleReport, wait: bool) -> bool:
         if delay <= 0:
             return True
         time.sleep(min(settings.SCHEDULER_LOOP_POLL, delay))
+    return False
 
 
 def read_snapshot(now: datetime, memo: SnapshotMemo | None = None) -> LiveSnapshot:

@@ -192,3 +192,32 @@ def test_a_cycle_waits_a_moment_for_a_run_ending_just_after_it_would_start(
     assert len(reports) == 2  # start a and b; complete both, start c and d
     assert c.started_at == d.started_at
     assert 0 <= (d.started_at - b.finished_at).total_seconds() < 0.2
+
+
+@pytest.fixture
+def stop_loops_later(monkeypatch):
+    """stop_loops_later(after) -> the worker's shutdown asks for the loops to stop
+    (scheduler_core.loop.cycle.stop_loops) `after` seconds from now, from another thread;
+    the flag is cleared after the test."""
+    monkeypatch.setattr(cycle, "_stopping", threading.Event())
+
+    def later(after: float) -> threading.Timer:
+        timer = threading.Timer(after, cycle.stop_loops)
+        timer.start()
+        return timer
+
+    return later
+
+
+def test_a_loop_told_to_stop_ends_after_its_cycle_not_at_its_runs_end(
+    cluster, submit, sent, loop_settings, stop_loops_later
+):
+    """A worker shutting down (Ctrl-C on `manage.py run`) waits for its tasks: the loop,
+    waiting for a run that ends in 1.5 s, stops waiting at once."""
+    submit("vision", "a", gpus=8, pods=2, spec={"duration": 1.5})
+    started = time.monotonic()
+    stop_loops_later(0.3)  # while the loop waits for a's end
+    reports = cycle.run_scheduling_loop()
+    assert len(reports) == 1  # one cycle: started a, did not wait for its end
+    assert time.monotonic() - started < 1.0
+    assert Workload.objects.get(name="a").status == WorkloadStatus.RUNNING

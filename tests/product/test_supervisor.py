@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import signal
 import sys
 import time
 
@@ -23,8 +24,12 @@ class FakeProcess:
     def __init__(self) -> None:
         self.pid = next(self.pids)
         self.returncode: int | None = None
+        self.signals: list[tuple[str, int]] = []
 
     def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
         return self.returncode
 
 
@@ -43,9 +48,14 @@ def fake_supervisor() -> tuple[Supervisor, FakeClock]:
         return FakeProcess()
 
     def kill(process, signum):
+        process.signals.append(("group", signum))
         process.returncode = process.returncode or -signum
 
-    return Supervisor({}, spawn=spawn, clock=clock, kill=kill), clock
+    def terminate(process):
+        process.signals.append(("leader", signal.SIGTERM))
+        process.returncode = process.returncode or -signal.SIGTERM
+
+    return Supervisor({}, spawn=spawn, clock=clock, kill=kill, terminate=terminate), clock
 
 
 def restart_delays(supervisor, clock, child: Child, deaths: int, up: float) -> list[float]:
@@ -102,3 +112,14 @@ def test_a_real_process_that_exits_is_started_again():
         assert child.process is not first, "the process was not started again"
     finally:
         supervisor.stop_all()
+
+
+def test_stopping_asks_each_child_alone_then_kills_what_it_left():
+    """SIGTERM to each child's own process (a Celery worker stops its pool processes
+    itself, once their task is done), then SIGKILL to its group for anything left."""
+    supervisor, _ = fake_supervisor()
+    worker = supervisor.start(Child("worker", ["celery"]))
+    web = supervisor.start(Child("web-1", ["uvicorn"]))
+    supervisor.stop_all()
+    for child in (worker, web):
+        assert child.process.signals == [("leader", signal.SIGTERM), ("group", signal.SIGKILL)]

@@ -35,6 +35,9 @@ logger = logging.getLogger(__name__)
 FIRST_BACKOFF = 1.0  # seconds before the first restart of a child that exited
 MAX_BACKOFF = 30.0  # the longest wait between restarts of a child that keeps exiting
 STABLE_AFTER = 60.0  # a child up this long counts as healthy: its backoff starts over
+# seconds children get to stop before they are killed (a worker lets its pool processes
+# finish their task: a scheduling loop's ends after its current cycle, config/celery.py)
+STOP_SECONDS = 10.0
 
 
 def free_port() -> int:
@@ -132,6 +135,12 @@ def popen(child: Child, env: dict[str, str]) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
+def signal_leader(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to a child's main process alone."""
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+
+
 def signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
     """Signal a child's whole session (it leads its own: the worker's pool processes too)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -147,11 +156,13 @@ class Supervisor:
         spawn: Callable[[Child, dict[str, str]], subprocess.Popen[bytes]] = popen,
         clock: Callable[[], float] = time.monotonic,
         kill: Callable[[subprocess.Popen[bytes], int], None] = signal_group,
+        terminate: Callable[[subprocess.Popen[bytes]], None] = signal_leader,
     ) -> None:
         self.env = env  # shared by every child, restarted ones included
         self.spawn = spawn
         self.clock = clock
         self.kill = kill
+        self.terminate = terminate
         self.children: list[Child] = []
 
     def start(self, child: Child) -> Child:
@@ -184,15 +195,19 @@ class Supervisor:
                 self.start(child)
 
     def stop_all(self) -> None:
+        """Ask every child to stop, then kill what is left after STOP_SECONDS, and what
+        each one left running. SIGTERM goes to the child alone, not its group: a Celery
+        worker then lets its pool processes finish their task and stops them itself (given
+        to the whole group, it reached them under the worker, which logged each task they
+        were running as lost, with a traceback)."""
         running = [c.process for c in reversed(self.children) if c.process.poll() is None]
         for process in running:
-            self.kill(process, signal.SIGTERM)
-        deadline = time.monotonic() + 10
+            self.terminate(process)
+        deadline = time.monotonic() + STOP_SECONDS
         for process in running:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                self.kill(process, signal.SIGKILL)
+            self.kill(process, signal.SIGKILL)
 
 
 class Command(BaseCommand):

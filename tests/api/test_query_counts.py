@@ -7,23 +7,24 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduler_core.choices import SimulationSource
-from scheduler_core.models import Simulation
+from scheduler_core.models import Simulation, Workload
 from scheduler_core.services.tokens import token_create
 from tests import factories
 
 # Queries per request as a signed-in system admin (force-authenticated: no auth queries).
 # Researchers pay one more for visible_project_ids where noted.
+# Lists that fit on one page need no COUNT (api.pagination); see test_a_full_page_counts.
 LISTS = {
-    "/api/v1/departments/": 4,
-    "/api/v1/projects/": 3,
-    "/api/v1/pools/": 2,
-    "/api/v1/nodes/": 4,  # with the nodes' latest GPU samples
-    "/api/v1/quotas/": 2,
-    "/api/v1/workloads/": 4,
+    "/api/v1/departments/": 3,
+    "/api/v1/projects/": 2,
+    "/api/v1/pools/": 1,
+    "/api/v1/nodes/": 3,  # with the nodes' latest GPU samples
+    "/api/v1/quotas/": 1,
+    "/api/v1/workloads/": 3,
     "/api/v1/queues/": 4,
     "/api/v1/events/": 1,
-    "/api/v1/tokens/": 2,
-    "/api/v1/simulations/": 2,
+    "/api/v1/tokens/": 1,
+    "/api/v1/simulations/": 1,
     "/api/v1/overview/": 8,
 }
 
@@ -65,6 +66,26 @@ def test_list_queries_do_not_grow_with_the_page(url, cluster, admin_api):
     small = _count(admin_api, url)
     _grow(cluster, 6, "b")
     assert (small, _count(admin_api, url)) == (LISTS[url], LISTS[url])
+
+
+def test_a_full_page_counts_the_whole_list_and_the_last_page_does_not(cluster, admin_api):
+    """`count` is the whole list's on every page: read with a COUNT where the page is
+    full (more may follow), from the page itself on the last one."""
+    for i in range(5):
+        factories.running_workload(cluster["vision"], cluster["nodes"], gpus=1, name=f"w-{i}")
+    url = "/api/v1/workloads/?ordering=name&limit=2"
+    full = _count(admin_api, url)
+    assert _count(admin_api, f"{url}&offset=4") == full - 1  # the last page: one row
+    pages = [admin_api.get(f"{url}&offset={offset}").json() for offset in (0, 2, 4, 5, 9)]
+    assert [p["count"] for p in pages] == [5, 5, 5, 5, 5]
+    assert [[r["name"] for r in p["results"]] for p in pages] == [
+        ["w-0", "w-1"], ["w-2", "w-3"], ["w-4"], [], [],
+    ]  # fmt: skip
+    assert [p["next"] is None for p in pages] == [False, False, True, True, True]
+    Workload.objects.all().delete()
+    assert admin_api.get(url).json() == {
+        "count": 0, "next": None, "previous": None, "results": [],
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 `GET /api/v1/workloads/` is what every `fairway top` and console script polls. Through
 model instances, prefetches and WorkloadSerializer a page cost about 10 ms of ORM work
 for three queries that the database answers in well under one; here the same page is
-three `values()` queries and one dict per row. The output is WorkloadSerializer's, which
+one `values()` query, one statement for the pods' nodes and the candidate pools, and one
+dict per row. The output is WorkloadSerializer's, which
 stays the list's documented schema: a test compares the two on every kind of workload.
 """
 
@@ -13,10 +14,11 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from django.db import connection
 from rest_framework import serializers
 
 from api.serializers.workloads import WorkloadSerializer
-from scheduler_core.models import Allocation, WorkloadCandidatePool
+from scheduler_core.models import Allocation, Node, NodePool, WorkloadCandidatePool
 from scheduler_core.models.workloads import total_gpus_of
 
 _TIME = serializers.DateTimeField()  # DRF's own format: ISO 8601, in the current zone
@@ -40,21 +42,36 @@ def _group(group: Mapping[str, Any]) -> dict[str, Any]:
 
 def workload_rows(page: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The rows of `page` (dicts of ROW_FIELDS) as WorkloadSerializer writes them, with
-    their candidate pools and nodes read in two queries."""
-    ids = [row["id"] for row in page]
+    their nodes and candidate pools read in one query."""
     nodes: dict[int, list[str]] = defaultdict(list)
-    for workload_id, node in Allocation.objects.filter(workload_id__in=ids).values_list(
-        "workload_id", "node__name"
-    ):
-        nodes[workload_id].append(node)
     pools: dict[int, list[str]] = defaultdict(list)
-    for workload_id, pool in (
-        WorkloadCandidatePool.objects.filter(workload_id__in=ids)
-        .order_by("preference", "pk")
-        .values_list("workload_id", "pool__name")
-    ):
-        pools[workload_id].append(pool)
+    for workload_id, is_pool, name in _nodes_and_pools([row["id"] for row in page]):
+        (pools if is_pool else nodes)[workload_id].append(name)
     return [_row(row, pools[row["id"]], nodes[row["id"]]) for row in page]
+
+
+def _nodes_and_pools(ids: list[int]) -> list[tuple[int, int, str]]:
+    """(workload id, 0, node name) for each pod of those workloads, and (workload id, 1,
+    pool name) for each of their candidate pools in order of preference: one statement
+    written here, since Django's compiling of the two querysets it replaces cost a fifth
+    of a list request's CPU (the statement is prepared on PostgreSQL after a few runs)."""
+    if not ids:
+        return []
+    quote = connection.ops.quote_name
+    allocation, node = Allocation._meta, Node._meta
+    choice, pool = WorkloadCandidatePool._meta, NodePool._meta
+    marks = ", ".join(["%s"] * len(ids))
+    sql = (
+        f"SELECT a.workload_id, 0, n.name, 0, a.id FROM {quote(allocation.db_table)} a "
+        f"JOIN {quote(node.db_table)} n ON n.id = a.node_id WHERE a.workload_id IN ({marks}) "
+        "UNION ALL "
+        f"SELECT c.workload_id, 1, p.name, c.preference, c.id FROM {quote(choice.db_table)} c "
+        f"JOIN {quote(pool.db_table)} p ON p.id = c.pool_id WHERE c.workload_id IN ({marks}) "
+        "ORDER BY 2, 4, 5"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*ids, *ids])
+        return [(row[0], row[1], row[2]) for row in cursor.fetchall()]
 
 
 _COLUMNS = {

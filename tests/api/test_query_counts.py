@@ -20,7 +20,7 @@ LISTS = {
     "/api/v1/pools/": 1,
     "/api/v1/nodes/": 3,  # with the nodes' latest GPU samples
     "/api/v1/quotas/": 1,
-    "/api/v1/workloads/": 3,
+    "/api/v1/workloads/": 2,
     "/api/v1/queues/": 4,
     "/api/v1/events/": 1,
     "/api/v1/tokens/": 1,

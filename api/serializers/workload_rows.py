@@ -4,8 +4,8 @@
 model instances, prefetches and WorkloadSerializer a page cost about 10 ms of ORM work
 for three queries that the database answers in well under one; here the same page is
 one `values()` query, one statement for the pods' nodes and the candidate pools, and one
-dict per row. The output is WorkloadSerializer's, which
-stays the list's documented schema: a test compares the two on every kind of workload.
+dict per row. The output is WorkloadSerializer's, which stays the list's documented
+schema: a test compares the two on every kind of workload.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def _nodes_and_pools(ids: list[int]) -> list[tuple[int, int, str]]:
     """(workload id, 0, node name) for each pod of those workloads, and (workload id, 1,
     pool name) for each of their candidate pools in order of preference: one statement
     written here, since Django's compiling of the two querysets it replaces cost a fifth
-    of a list request's CPU (the statement is prepared on PostgreSQL after a few runs)."""
+    of a list request's CPU (on PostgreSQL the statement of each page size is prepared after
+    a few runs)."""
     if not ids:
         return []
     quote = connection.ops.quote_name

@@ -153,8 +153,21 @@ class LoadTest:
     # --- setup --------------------------------------------------------------------------
 
     def clean(self) -> None:
-        """Delete the load's objects (those of an earlier run too)."""
+        """Delete the load's objects (those of an earlier run too); nothing when pods of
+        other workloads run on the load's nodes (LoadTestError says which)."""
         projects = Project.objects.filter(name__startswith=PREFIX)
+        strangers = (
+            Allocation.objects.filter(node__pool__name=POOL)
+            .exclude(workload__project__in=projects)
+            .values_list("workload__project__name", "workload__name")
+            .distinct()
+        )
+        if found := [f"{project}/{name}" for project, name in strangers[:4]]:
+            raise LoadTestError(
+                f"pods of workloads outside the load test run on its pool {POOL!r} (for "
+                f"example {', '.join(found[:3])}): cancel them, or run the load test on a "
+                "database of its own (DATABASE_URL)"
+            )
         Allocation.objects.filter(workload__project__in=projects).delete()
         SchedulingEvent.objects.filter(project__in=projects).delete()
         Workload.objects.filter(project__in=projects).delete()

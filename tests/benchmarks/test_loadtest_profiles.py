@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.loadtest import PROFILES, LoadTest
+from benchmarks.loadtest import PROFILES, LoadTest, LoadTestError
 from scheduler_core.models import Node, Project, Quota
+from tests import factories
 
 
 def _load(profile: str) -> LoadTest:
@@ -44,3 +45,16 @@ def test_the_large_scale_cluster_is_built_and_cleaned() -> None:
     assert (quota.gpus, quota.limit_gpus) == (20, 120)
     load.clean()
     assert not Project.objects.filter(name__startswith="lt-").exists()
+
+
+@pytest.mark.django_db
+def test_a_workload_outside_the_load_on_its_nodes_stops_the_clean_with_a_message() -> None:
+    """Someone's workload placed on the load's pool (a database shared with other use):
+    the run says so and deletes nothing, instead of failing halfway with a traceback."""
+    load = _load("baseline")
+    pool, _ = load.build()
+    project = factories.project(factories.department("research"), "vision")
+    factories.running_workload(project, [Node.objects.filter(pool=pool).first()], name="mine")
+    with pytest.raises(LoadTestError, match=r"vision/mine.*cancel them"):
+        load.clean()
+    assert Project.objects.filter(name__startswith="lt-").exists()

@@ -162,10 +162,10 @@ class LoadTest:
             .values_list("workload__project__name", "workload__name")
             .distinct()
         )
-        if found := [f"{project}/{name}" for project, name in strangers[:4]]:
+        if found := [f"{project}/{name}" for project, name in strangers[:3]]:
             raise LoadTestError(
                 f"pods of workloads outside the load test run on its pool {POOL!r} (for "
-                f"example {', '.join(found[:3])}): cancel them, or run the load test on a "
+                f"example {', '.join(found)}): cancel them, or run the load test on a "
                 "database of its own (DATABASE_URL)"
             )
         Allocation.objects.filter(workload__project__in=projects).delete()

@@ -19,6 +19,15 @@ from django.db import models
 from django.db.models import Lookup
 
 
+def any_of_sql(column: str, values: list[Any], vendor: str) -> tuple[str, tuple[Any, ...]]:
+    """`column` among `values`, as SQL and its parameters, for statements written by hand
+    (what `any_of` writes): one array parameter on PostgreSQL, so the statement's text is
+    the same for any number of values (prepared once); `IN (...)` elsewhere."""
+    if vendor == "postgresql":
+        return f"{column} = ANY(%s)", (values,)
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", tuple(values)
+
+
 class AnyOf(Lookup):  # type: ignore[type-arg]
     lookup_name = "any_of"
     prepare_rhs = False
@@ -37,12 +46,8 @@ class AnyOf(Lookup):  # type: ignore[type-arg]
 
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
         lhs, params = self._lhs(compiler, connection)
-        marks = ", ".join(["%s"] * len(self.rhs))
-        return f"{lhs} IN ({marks})", (*params, *self.rhs)
-
-    def as_postgresql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
-        lhs, params = self._lhs(compiler, connection)
-        return f"{lhs} = ANY(%s)", (*params, self.rhs)
+        sql, values = any_of_sql(lhs, self.rhs, connection.vendor)
+        return sql, (*params, *values)
 
 
 models.Field.register_lookup(AnyOf)

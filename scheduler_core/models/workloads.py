@@ -26,7 +26,7 @@ class WorkloadQuerySet(models.QuerySet):
     def visible_to_by_ids(self, user) -> WorkloadQuerySet:
         """The same workloads as `visible_to`, filtered by the visible projects' ids, read
         first in one short query (access.visible_project_ids). For a query that runs more
-        than once, as a list's count and page do: the rule's subquery over memberships was
+        than once, as a full list page's count and rows do: the rule's subquery over memberships was
         built by Django and planned by PostgreSQL in each of them, where an array of ids is
         one parameter of a statement planned once (the list at 20 clients,
         `benchmarks.api_load` on PostgreSQL: 161-190 requests/s with the subquery, 178-233

@@ -135,12 +135,6 @@ def popen(child: Child, env: dict[str, str]) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
-def signal_leader(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to a child's main process alone."""
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGTERM)
-
-
 def signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
     """Signal a child's whole session (it leads its own: the worker's pool processes too)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -156,7 +150,8 @@ class Supervisor:
         spawn: Callable[[Child, dict[str, str]], subprocess.Popen[bytes]] = popen,
         clock: Callable[[], float] = time.monotonic,
         kill: Callable[[subprocess.Popen[bytes], int], None] = signal_group,
-        terminate: Callable[[subprocess.Popen[bytes]], None] = signal_leader,
+        # SIGTERM to a child's own process alone (see stop_all)
+        terminate: Callable[[subprocess.Popen[bytes]], None] = subprocess.Popen.terminate,
     ) -> None:
         self.env = env  # shared by every child, restarted ones included
         self.spawn = spawn

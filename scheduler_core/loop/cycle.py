@@ -134,7 +134,7 @@ def run_scheduling_loop(
             triggers.take_follow_up()
             report = _run_locked(lock, None, state)
             reports.append(report)
-            if _stopping.is_set() or not _wait_for_next_cycle(end, report, wait):
+            if not _wait_for_next_cycle(end, report, wait):  # False once told to stop
                 break
     finally:
         triggers.loop_stopped()

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from scheduler_core.outages import DATABASE_OUTAGES, on_redis_outage
+from scheduler_core.outages import DATABASE_OUTAGES, REDIS_OUTAGES, on_redis_outage
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +145,9 @@ class RedisLock:
             self._thread = None
         try:
             self.lock.release()
+        except REDIS_OUTAGES as exc:
+            logger.warning("cycle lock not released: Redis is unreachable (%s); it expires "
+                           "by itself", exc)  # fmt: skip
         except Exception:  # expired or taken over: nothing left to release
             logger.warning("cycle lock was no longer ours at release", exc_info=True)
         finally:

@@ -123,3 +123,23 @@ def test_stopping_asks_each_child_alone_then_kills_what_it_left():
     supervisor.stop_all()
     for child in (worker, web):
         assert child.process.signals == [("leader", signal.SIGTERM), ("group", signal.SIGKILL)]
+
+
+def test_redis_is_stopped_once_the_children_that_use_it_have_stopped():
+    """A worker ending its cycle still releases its lock through Redis: Redis stops after
+    it, not at the same time (it did, and the worker logged a traceback at each stop)."""
+    supervisor, _ = fake_supervisor()
+    order: list[str] = []
+    terminate = supervisor.terminate
+
+    def record(process):
+        order.append(names[process.pid])
+        terminate(process)
+
+    supervisor.terminate = record
+    redis = supervisor.start(Child("redis", ["redis-server"], serves_others=True))
+    worker = supervisor.start(Child("worker", ["celery"]))
+    web = supervisor.start(Child("web-1", ["uvicorn"]))
+    names = {c.process.pid: c.name for c in (redis, worker, web)}
+    supervisor.stop_all()
+    assert order == ["web-1", "worker", "redis"]

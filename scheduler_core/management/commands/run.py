@@ -121,6 +121,7 @@ class Child:
     quiet: bool = False
     pass_fds: tuple[int, ...] = ()
     env: dict[str, str] | None = None  # its own environment (else the supervisor's)
+    serves_others: bool = False  # the others use it (Redis): stopped once they have stopped
     process: subprocess.Popen[bytes] = field(init=False)  # set by Supervisor.start
     started_at: float = 0.0
     backoff: float = 0.0  # the wait before its last restart (0: never restarted)
@@ -190,12 +191,19 @@ class Supervisor:
                 self.start(child)
 
     def stop_all(self) -> None:
-        """Ask every child to stop, then kill what is left after STOP_SECONDS, and what
-        each one left running. SIGTERM goes to the child alone, not its group: a Celery
-        worker then lets its pool processes finish their task and stops them itself (given
-        to the whole group, it reached them under the worker, which logged each task they
-        were running as lost, with a traceback)."""
-        running = [c.process for c in reversed(self.children) if c.process.poll() is None]
+        """Stop the children, those that serve the others (Redis) last: a worker finishing
+        its cycle still releases its lock and hands its results over through Redis.
+
+        SIGTERM goes to each child alone, not its group: a Celery worker then lets its
+        pool processes finish their task and stops them itself (given to the whole group,
+        it reached them under the worker, which logged each task they were running as
+        lost, with a traceback). What is left after STOP_SECONDS, and what each child left
+        running, is killed."""
+        self._stop([c for c in self.children if not c.serves_others])
+        self._stop([c for c in self.children if c.serves_others])
+
+    def _stop(self, children: list[Child]) -> None:
+        running = [c.process for c in reversed(children) if c.process.poll() is None]
         for process in running:
             self.terminate(process)
         deadline = time.monotonic() + STOP_SECONDS
@@ -309,7 +317,7 @@ class Command(BaseCommand):
             redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
             "--save", "", "--appendonly", "no", "--dir", str(var),
         ]  # fmt: skip
-        supervisor.start(Child("redis", redis, quiet=True))
+        supervisor.start(Child("redis", redis, quiet=True, serves_others=True))
         if not wait_for_port(port):
             raise CommandError("the embedded Redis did not start")
         supervisor.env["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"

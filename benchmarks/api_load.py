@@ -179,22 +179,25 @@ def drive(
     return samples, time.perf_counter() - t0
 
 
-WEB_PROCESS_MARK = "config.web_process"  # in the command line of every web process
+WEB_PROCESS_MARK = b"config.web_process"  # in the command line of every web process
+WORKER_MARK = b"worker"  # a Celery worker's command line (its pool processes share it)
 
 
-def web_cpu_seconds(server_pid: int) -> float:
-    """CPU time (user + system) used so far by the web processes that `server_pid` started
-    (Linux's /proc; 0 elsewhere). Unlike latency, CPU per request hardly depends on what
-    else the machine runs, so it compares changes on a shared machine."""
+def cpu_seconds(server_pid: int) -> dict[str, float]:
+    """CPU time (user + system) used so far by the web processes and by the worker (its
+    pool processes included) that `server_pid` started (Linux's /proc; 0 elsewhere).
+    Unlike latency, CPU per request hardly depends on what else the machine runs, so it
+    compares changes on a shared machine."""
     ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
+    cpu: dict[int, tuple[str, float]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rpartition(")")[2].split()
             pid = int(stat.parent.name)
-            if WEB_PROCESS_MARK.encode() in (stat.parent / "cmdline").read_bytes():
-                cpu[pid] = (int(fields[11]) + int(fields[12])) / ticks
+            role = _role((stat.parent / "cmdline").read_bytes())
+            if role:
+                cpu[pid] = (role, (int(fields[11]) + int(fields[12])) / ticks)
             parents[pid] = int(fields[1])
         except (OSError, ValueError, IndexError):
             continue  # a process that ended meanwhile
@@ -206,14 +209,30 @@ def web_cpu_seconds(server_pid: int) -> float:
             pid = parents.get(pid, 0)
         return False
 
-    return sum(seconds for pid, seconds in cpu.items() if started_by_server(pid))
+    totals = {"web": 0.0, "worker": 0.0}
+    for pid, (role, seconds) in cpu.items():
+        if started_by_server(pid):
+            totals[role] += seconds
+    return totals
+
+
+def _role(cmdline: bytes) -> str:
+    if WEB_PROCESS_MARK in cmdline:
+        return "web"
+    if b"celery" in cmdline and WORKER_MARK in cmdline:
+        return "worker"
+    return ""
+
+
+def cpu_spent(server_pid: int, before: dict[str, float]) -> dict[str, float]:
+    return {role: seconds - before[role] for role, seconds in cpu_seconds(server_pid).items()}
 
 
 def summary(
-    name: str, clients: int, sample: Sample, wall: float, cpu: float, total: int
+    name: str, clients: int, sample: Sample, wall: float, cpu: dict[str, float], total: int
 ) -> dict[str, float | str]:
-    """A row's figures; `cpu` is the web processes' CPU seconds over the row's `total`
-    requests (of every kind)."""
+    """A row's figures; `cpu` is the CPU seconds of the web processes and of the worker
+    over the row's `total` requests (of every kind)."""
     cuts = statistics.quantiles(sample.latencies, n=100)
     return {
         "row": name,
@@ -223,18 +242,19 @@ def summary(
         "p50": cuts[49],
         "p95": cuts[94],
         "rps": len(sample.latencies) / wall,
-        "cpu": cpu * 1000 / total,
+        "cpu": cpu["web"] * 1000 / total,
+        "worker_cpu": cpu["worker"] * 1000 / total,
     }
 
 
 def measure_list(
     port: int, server: int, tokens: Tokens, *, clients: int, requests: int
 ) -> list[dict[str, Any]]:
-    cpu = web_cpu_seconds(server)
+    before = cpu_seconds(server)
     samples, wall = drive(
         port, clients=clients, requests=requests, plan=lambda c, i: ("list", tokens.reader, "")
     )
-    cpu = web_cpu_seconds(server) - cpu
+    cpu = cpu_spent(server, before)
     return [summary("list", clients, samples["list"], wall, cpu, requests)]
 
 
@@ -246,9 +266,9 @@ def measure_mixed(
             return "submit", tokens.submitters[c % len(tokens.submitters)], submission(run, c, i)
         return "read", tokens.reader, ""
 
-    cpu = web_cpu_seconds(server)
+    before = cpu_seconds(server)
     samples, wall = drive(port, clients=clients, requests=requests, plan=plan)
-    cpu = web_cpu_seconds(server) - cpu
+    cpu = cpu_spent(server, before)
     return [
         summary(f"mixed: {kind}", clients, samples[kind], wall, cpu, requests)
         for kind in ("read", "submit")
@@ -278,7 +298,8 @@ def print_table(runs: list[list[dict[str, Any]]], header: str) -> None:
     print(header)
     print(
         f"{'row':<14} {'clients':>7} {'requests':>8} {'errors':>6} "
-        f"{'p50 ms':>13} {'p95 ms':>13} {'req/s':>13} {'web CPU ms':>11}  goal (issue 33)"
+        f"{'p50 ms':>13} {'p95 ms':>13} {'req/s':>13} {'web CPU ms':>11} {'worker CPU ms':>13}"
+        "  goal (issue 33)"
     )
     for i, first in enumerate(runs[0]):
         rows = [run[i] for run in runs]
@@ -289,7 +310,8 @@ def print_table(runs: list[list[dict[str, Any]]], header: str) -> None:
             f"{first['row']:<14} {first['clients']:>7} {first['requests']:>8} "
             f"{sum(r['errors'] for r in rows):>6} {span([r['p50'] for r in rows]):>13} "
             f"{span([r['p95'] for r in rows]):>13} {span([r['rps'] for r in rows]):>13} "
-            f"{span([r['cpu'] for r in rows]):>11}  {verdict}"
+            f"{span([r['cpu'] for r in rows]):>11} {span([r['worker_cpu'] for r in rows]):>13}"
+            f"  {verdict}"
         )
 
 
@@ -307,7 +329,12 @@ def run_rows(
         rows += measure_list(port, server, tokens, clients=clients, requests=args.requests)
     if args.mixed_clients:
         rows += measure_mixed(
-            port, server, tokens, clients=args.mixed_clients, requests=args.requests, run=run
+            port,
+            server,
+            tokens,
+            clients=args.mixed_clients,
+            requests=args.mixed_requests,
+            run=run,
         )
     return rows
 
@@ -315,6 +342,12 @@ def run_rows(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=400, help="requests per row")
+    parser.add_argument(
+        "--mixed-requests",
+        type=int,
+        default=1000,
+        help="requests of the mixed load (a fifth are submissions: 200 for its p95)",
+    )
     parser.add_argument("--clients", default="1,20", help="comma-separated client counts")
     parser.add_argument(
         "--mixed-clients",

@@ -117,3 +117,15 @@ def test_role_labels(world):
     assert access.user_role_label(world["dept_admin"]) == "department admin"
     assert access.user_role_label(world["researcher"]) == "researcher"
     assert access.user_role_label(world["viewer"]) == "viewer"
+
+
+@pytest.mark.parametrize(
+    ("who", "queries", "allowed"),
+    [("researcher", 1, True), ("dept_admin", 2, True), ("viewer", 2, False), ("admin", 0, True)],
+)
+def test_a_researcher_submitting_costs_one_query(
+    world, who, queries, allowed, django_assert_num_queries
+):
+    """Researchers submit most: their right to is one query, asked first."""
+    with django_assert_num_queries(queries):
+        assert access.can_submit_to(world[who], world["vision"]) is allowed

@@ -12,10 +12,12 @@ two loads, each from its own keep-alive connection per client:
   worker meanwhile, started by those submissions. Alice sees none of bob's workloads, so her
   page is the same in every row and every run.
 
-It prints p50/p95 latency and throughput per row, the goals of issue 33 beside them, and the
-load average of the machine before and after (the server's processes share the machine
-with the clients, as they would with a reverse proxy on the same host). `--runs N` repeats
-the rows on the same server and prints each figure's range over the runs.
+It prints p50/p95 latency and throughput per row, the CPU the web processes and the worker
+spent per request, the goals of issue 33 beside them, and the load average of the machine
+before and after (the server's processes share the machine with the clients, as they
+would with a reverse proxy on the same host). `--runs N` repeats the rows on the same
+server and prints each figure's range over the runs; each run starts once the worker
+rests (the workloads of the run before have ended).
 """
 
 from __future__ import annotations
@@ -320,10 +322,32 @@ def load_average() -> str:
     return f"{one:.1f} {five:.1f} {fifteen:.1f}"
 
 
+SETTLED_SHARE = 0.05  # of one core: the worker is at rest (the beat's cycles and ticks)
+SETTLE_SECONDS = 30.0
+
+
+def settle(server: int, run: int) -> None:
+    """Wait (up to SETTLE_SECONDS) until the worker rests: the workloads an earlier mixed
+    load submitted have run and ended, and their cycles are not charged to the next rows."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        before = cpu_seconds(server)
+        time.sleep(1.0)
+        if cpu_spent(server, before)["worker"] < SETTLED_SHARE:
+            return
+    print(
+        f"warning: before run {run + 1} the worker did not rest within {SETTLE_SECONDS:.0f} s "
+        "(workloads waiting from elsewhere?); its cycles share the machine with the run",
+        file=sys.stderr,
+    )
+
+
 def run_rows(
-    port: int, server: int, tokens: Tokens, args: argparse.Namespace, run: str
+    port: int, server: int, tokens: Tokens, args: argparse.Namespace, run: int
 ) -> list[dict[str, Any]]:
-    """One run of every row against the product at `port` (`server`: its process id)."""
+    """One run of every row against the product at `port` (`server`: its process id),
+    once the worker rests."""
+    settle(server, run)
     rows = []
     for clients in (int(c) for c in args.clients.split(",") if c.strip()):
         rows += measure_list(port, server, tokens, clients=clients, requests=args.requests)
@@ -334,7 +358,7 @@ def run_rows(
             tokens,
             clients=args.mixed_clients,
             requests=args.mixed_requests,
-            run=run,
+            run=f"{run}{time.time_ns()}",  # unique workload names across runs
         )
     return rows
 
@@ -379,10 +403,7 @@ def main() -> None:
                 )
                 # warm every web process up
                 measure_list(port, server.pid, tokens, clients=4, requests=40)
-                runs = [
-                    run_rows(port, server.pid, tokens, args, f"{n}{time.time_ns()}")
-                    for n in range(args.runs)
-                ]
+                runs = [run_rows(port, server.pid, tokens, args, n) for n in range(args.runs)]
             finally:
                 server.send_signal(signal.SIGTERM)  # as Ctrl-C (SIGINT may be ignored here)
                 server.wait(timeout=60)

@@ -1,8 +1,8 @@
-"""The runtime tick (beat runs it every few seconds): each registered executor observes
-its live runs and its nodes (the simulator: heartbeats and runs that ended while no cycle
-ran; the agent: silent nodes unreachable, then down; Slurm: its jobs and nodes, in bulk),
-what they report is applied (runtime.lifecycle), starts and stops still owed go out
-(reconcile), and old history is pruned."""
+"""The runtime tick (beat runs it every few seconds): each executor whose backend some pool
+has observes its live runs and its nodes (the simulator: heartbeats and runs that ended
+while no cycle ran; the agent: silent nodes unreachable, then down; Slurm: its jobs and
+nodes, in bulk), what they report is applied (runtime.lifecycle), starts and stops still
+owed go out (reconcile), and old history is pruned."""
 
 from __future__ import annotations
 
@@ -92,7 +92,10 @@ def tick(now: datetime | None = None) -> TickReport:
     cycle."""
     now = now or timezone.now()
     report = TickReport()
+    in_use = set(NodePool.objects.values_list("backend", flat=True).distinct())
     for executor in registry.executors():
+        if executor.backend not in in_use:
+            continue  # no pool of its backend: no node and no run for it to observe
         try:
             observe(executor, now, report)
         except Exception:  # one executor's outage (Slurm unreachable) stops no other's tick

@@ -211,8 +211,25 @@ def test_one_executors_outage_stops_no_others_tick(fake, monkeypatch, cluster):
         raise ConnectionError("slurmctld does not answer")
 
     monkeypatch.setattr(fake, "observe", unreachable)
+    factories.pool("hpc", backend="fake")
     w = factories.running_workload(cluster["vision"], [cluster["nodes"][0]], spec={"duration": 5})
     report = tick(timezone.now() + timedelta(seconds=10))
     assert report.failed == ["fake"] and report.completed == 1
+    w.refresh_from_db()
+    assert w.status == WorkloadStatus.COMPLETED
+
+
+def test_a_tick_asks_only_the_executors_of_backends_some_pool_has(fake, monkeypatch, cluster):
+    """The cluster's pools are simulated: a registered executor without a pool is not
+    asked to observe (nothing of it can exist), the simulator is."""
+    monkeypatch.setitem(registry.EXECUTORS, "fake", f"{__name__}:the_fake")
+    asked = []
+    monkeypatch.setattr(fake, "observe", lambda runs, now: asked.append(now) or Observation())
+    w = factories.running_workload(cluster["vision"], [cluster["nodes"][0]], spec={"duration": 5})
+    report = tick(timezone.now() + timedelta(seconds=10))
+    assert asked == [] and report.completed == 1 and report.failed == []
+    factories.pool("hpc", backend="fake")
+    tick()
+    assert len(asked) == 1
     w.refresh_from_db()
     assert w.status == WorkloadStatus.COMPLETED

@@ -7,6 +7,7 @@ owed go out (reconcile), and old history is pruned."""
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -71,11 +72,11 @@ def live_runs(backend: str) -> list[LiveRun]:
     return [LiveRun(*row) for row in rows]
 
 
-def observe(executor: Executor, now: datetime, report: TickReport) -> None:
-    """Let `executor` observe its runs and nodes, and apply what it saw."""
+def observe(executor: Executor, now: datetime, report: TickReport, mine: set[int]) -> None:
+    """Let `executor` observe its runs and nodes, and apply what it saw (`mine`: the ids
+    of its backend's pools)."""
     seen = executor.observe(live_runs(executor.backend), now)
     if seen.nodes is not None:
-        mine = set(NodePool.objects.filter(backend=executor.backend).values_list("pk", flat=True))
         for pool_id, nodes in seen.nodes.items():
             if pool_id in mine:  # an executor speaks only for its own pools
                 nodes_observed(pool_id=pool_id, seen=nodes, now=now)
@@ -92,12 +93,14 @@ def tick(now: datetime | None = None) -> TickReport:
     cycle."""
     now = now or timezone.now()
     report = TickReport()
-    in_use = set(NodePool.objects.values_list("backend", flat=True).distinct())
+    pools: dict[str, set[int]] = defaultdict(set)
+    for backend, pool_id in NodePool.objects.values_list("backend", "pk"):
+        pools[backend].add(pool_id)
     for executor in registry.executors():
-        if executor.backend not in in_use:
+        if executor.backend not in pools:
             continue  # no pool of its backend: no node and no run for it to observe
         try:
-            observe(executor, now, report)
+            observe(executor, now, report, pools[executor.backend])
         except Exception:  # one executor's outage (Slurm unreachable) stops no other's tick
             logger.exception("the %s executor failed to observe its runs", executor.backend)
             report.failed.append(executor.backend)

@@ -5,8 +5,6 @@ started, used, then stopped; the worker's side of an outage is in tests/loop/tes
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 from django.core.cache import cache
 from django.db import OperationalError
@@ -16,8 +14,8 @@ from rest_framework.response import Response
 
 from api.views.base import ApiView
 from scheduler_core.choices import NodeState, WorkloadStatus
-from scheduler_core.management.commands.run import free_port, redis_server_binary, wait_for_port
 from scheduler_core.models import Node, Quota
+from tests.redis_server import redis_until_stopped
 
 pytestmark = pytest.mark.django_db(transaction=True)  # writes ask for cycles after commit
 
@@ -50,14 +48,7 @@ urlpatterns = [
 @pytest.fixture
 def redis_stopped(settings):
     """The cache, the cycle lock and the triggers on a real Redis that has just stopped."""
-    port = free_port()
-    server = subprocess.Popen(
-        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        assert wait_for_port(port)
-        url = f"redis://127.0.0.1:{port}/0"
+    with redis_until_stopped() as url:
         settings.REDIS_URL = url
         settings.CACHES = {
             "default": {
@@ -68,9 +59,6 @@ def redis_stopped(settings):
         }
         cache.set("up", 1)
         assert cache.get("up") == 1
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     settings.SCHEDULER_AUTORUN = True  # every write asks for a cycle, which needs Redis
     return url
 

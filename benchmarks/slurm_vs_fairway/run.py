@@ -2,6 +2,7 @@
 
     python -m benchmarks.slurm_vs_fairway            # the full slice (about 12 min)
     python -m benchmarks.slurm_vs_fairway --quick    # a smaller slice, under 5 minutes
+    python -m benchmarks.slurm_vs_fairway --quick --runs 5   # five runs, ranges and medians
     python -m benchmarks.slurm_vs_fairway --trace PATH --team-nodes PATH
 
 The same slice of the Philly trace (`../shared/traces/philly.csv` beside the repository
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.slurm_vs_fairway import slurm_alone
+from benchmarks.slurm_vs_fairway import repeat, slurm_alone
 from benchmarks.slurm_vs_fairway.cluster import ROOT, BenchSlurm
 from benchmarks.slurm_vs_fairway.latency import allocations, launch_latency, starts
 from benchmarks.slurm_vs_fairway.stamps import tally
@@ -69,7 +70,13 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sides", default="engine,slurm,fairway",
                         help="which of engine,slurm,fairway to run")  # fmt: skip
     parser.add_argument("--slurm-dir", type=Path, default=ROOT / "var" / "slurm-bench")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="run it N times, each in a process of its own; ranges, medians "
+                        "and the goals over the runs after the runs' own tables")  # fmt: skip
+    parser.add_argument("--figures-out", type=Path, help=argparse.SUPPRESS)  # for --runs
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     for key, value in (QUICK if args.quick else FULL).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -140,6 +147,8 @@ def run_slurm(
 
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
+    if args.runs > 1:
+        return main_over_runs(args)
     sides = set(args.sides.split(","))
     jobs, cluster = load_slice(args)
     started = time.monotonic()
@@ -178,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     for line in goals(runs):
         print(line)
+    if args.figures_out is not None:
+        repeat.write_figures(args.figures_out, runs)
     width = max(len(k) for k in cpu) if cpu else 0
     print("scheduler CPU time, and how long a job takes to start:")
     for label, text in cpu.items():
@@ -188,14 +199,33 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main_over_runs(args: argparse.Namespace) -> int:
+    """`--runs N`: N runs, each printing its own table, then ranges, medians and goals."""
+    started = time.monotonic()
+    done = repeat.repeat(args, log)
+    print(f"\n=== {len(done)} of {args.runs} runs finished ===")
+    for line in repeat.summary(done) + repeat.goals_over_runs(done, goal_rows):
+        print(line)
+    print(f"wall time {math.ceil(time.monotonic() - started)} s for {args.runs} runs")
+    return 0 if len(done) == args.runs else 1
+
+
 def goals(runs: dict[str, RunFigures]) -> list[str]:
     """Issue 31's goals for Fairway on Slurm against Slurm alone, from this run (the
     release-to-process goal, p50 under 1 s, is read from the line below them)."""
     slurm, fairway = runs.get("slurm alone"), runs.get("fairway on slurm")
     if slurm is None or fairway is None:
         return []
+    return ["goals (issue 31), Fairway on Slurm against Slurm alone:"] + [
+        f"  {name}: {figures}: {'MET' if ok else 'NOT MET'}"
+        for name, figures, ok in goal_rows(slurm, fairway)
+    ]
+
+
+def goal_rows(slurm: RunFigures, fairway: RunFigures) -> list[tuple[str, str, bool]]:
+    """(goal, figures, met) of issue 31's judged goals for one pair of runs."""
     longer = fairway.makespan_hours / slurm.makespan_hours - 1 if slurm.makespan_hours else 0.0
-    rows = [
+    return [
         (
             "fairness deviation at most half of Slurm's",
             f"{fairway.fairness_deviation:.3f} against {slurm.fairness_deviation:.3f}",
@@ -211,9 +241,6 @@ def goals(runs: dict[str, RunFigures]) -> list[str]:
             f"{fairway.makespan_hours:.2f} h against {slurm.makespan_hours:.2f} h ({longer:+.1%})",
             longer <= 0.02,
         ),
-    ]
-    return ["goals (issue 31), Fairway on Slurm against Slurm alone:"] + [
-        f"  {name}: {figures}: {'MET' if ok else 'NOT MET'}" for name, figures, ok in rows
     ]
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
-from benchmarks.slurm_vs_fairway.run import goals
+from benchmarks.slurm_vs_fairway import repeat
+from benchmarks.slurm_vs_fairway.run import arguments, goal_rows, goals
 from scheduler_core.whatif.run_figures import RunTally
 
 
@@ -30,3 +32,45 @@ def test_the_goals_are_judged_from_the_runs_to_two_decimals() -> None:
         "  makespan within 2 %: 3.33 h against 3.25 h (+2.5%): NOT MET",
     ]
     assert goals({"slurm alone": _figures(3.25, 1.0, 0.1)}) == []  # one side run only
+
+
+def _run(slurm_makespan: float, fairway_makespan: float):  # type: ignore[no-untyped-def]
+    return {
+        "slurm alone": _figures(slurm_makespan, 1.00, 0.175),
+        "fairway on slurm": _figures(fairway_makespan, 0.90, 0.038),
+    }
+
+
+def test_over_several_runs_each_goal_says_how_often_it_was_met_and_how_the_medians_stand() -> None:
+    runs = [_run(3.25, 3.33), _run(3.45, 3.34), _run(3.29, 3.33)]
+    lines = repeat.goals_over_runs(runs, goal_rows)
+    assert lines == [
+        "goals (issue 31) over 3 runs, Fairway on Slurm against Slurm alone:",
+        "  fairness deviation at most half of Slurm's: met in 3 of 3; medians 0.038 against "
+        "0.175: MET",
+        "  mean completion time no worse: met in 3 of 3; medians 0.90 h against 1.00 h: MET",
+        "  makespan within 2 %: met in 2 of 3; medians 3.33 h against 3.29 h (+1.2%): MET",
+    ]
+    assert repeat.goals_over_runs(runs[:1], goal_rows) == []  # one run: its own goals say it
+
+
+def test_the_summary_gives_each_figure_as_a_range_and_a_median() -> None:
+    lines = repeat.summary([_run(3.25, 3.33), _run(3.45, 3.34), _run(3.29, 3.30)])
+    makespan = next(line for line in lines if line.startswith("makespan"))
+    assert makespan.split()[2:] == ["3.25-3.45", "(3.29)", "3.30-3.34", "(3.33)"]
+
+
+def test_the_engine_alone_runs_in_the_first_run_only(tmp_path: Path) -> None:
+    args = arguments(["--quick", "--runs", "3"])
+    first = repeat.child_command(args, 0, tmp_path / "0.json")
+    later = repeat.child_command(args, 1, tmp_path / "1.json")
+    assert first[first.index("--sides") + 1] == "engine,slurm,fairway"
+    assert later[later.index("--sides") + 1] == "slurm,fairway"
+    assert later[later.index("--runs") + 1] == "1"  # each child is one plain run
+    assert arguments(later[3:]).start == args.start  # the same slice
+
+
+def test_figures_written_by_a_run_read_back_the_same(tmp_path: Path) -> None:
+    runs = _run(3.25, 3.33)
+    repeat.write_figures(tmp_path / "f.json", runs)
+    assert repeat.read_figures(tmp_path / "f.json") == runs

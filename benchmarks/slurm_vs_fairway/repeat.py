@@ -64,8 +64,9 @@ def read_figures(path: Path) -> dict[str, RunFigures]:
 
 
 def repeat(args: argparse.Namespace, log: Callable[[str], None]) -> list[dict[str, RunFigures]]:
-    """Run the benchmark args.runs times, each in a child process; the figures of each run
-    that finished (a failed run is said and left out)."""
+    """Run the benchmark args.runs times, each in a child process; the figures of the runs
+    that finished. A run that fails stops the series (its own output says why; the next
+    runs would meet the same Slurm and the same slice)."""
     done: list[dict[str, RunFigures]] = []
     with tempfile.TemporaryDirectory(prefix="slurm-vs-fairway-") as scratch:
         for index in range(args.runs):
@@ -73,8 +74,8 @@ def repeat(args: argparse.Namespace, log: Callable[[str], None]) -> list[dict[st
             print(f"\n=== run {index + 1} of {args.runs} ===", flush=True)
             finished = subprocess.run(child_command(args, index, out), cwd=ROOT, check=False)
             if finished.returncode != 0 or not out.is_file():
-                log(f"run {index + 1} failed (exit status {finished.returncode}): left out")
-                continue
+                log(f"run {index + 1} failed (exit status {finished.returncode}): no more runs")
+                break
             done.append(read_figures(out))
     return done
 

@@ -201,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def main_over_runs(args: argparse.Namespace) -> int:
     """`--runs N`: N runs, each printing its own table, then ranges, medians and goals."""
+    load_slice(args)  # a missing trace is said once, before any run
     started = time.monotonic()
     done = repeat.repeat(args, log)
     print(f"\n=== {len(done)} of {args.runs} runs finished ===")

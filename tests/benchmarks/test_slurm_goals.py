@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import sys
 from pathlib import Path
+
+import pytest
 
 from benchmarks.slurm_vs_fairway import repeat
 from benchmarks.slurm_vs_fairway.run import arguments, goal_rows, goals
@@ -74,3 +78,23 @@ def test_figures_written_by_a_run_read_back_the_same(tmp_path: Path) -> None:
     runs = _run(3.25, 3.33)
     repeat.write_figures(tmp_path / "f.json", runs)
     assert repeat.read_figures(tmp_path / "f.json") == runs
+
+
+def test_runs_are_read_back_in_order_and_a_failed_run_ends_the_series(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    figures = tmp_path / "figures.json"
+    repeat.write_figures(figures, _run(3.25, 3.33))
+    outcomes = iter(["copy", "copy", "fail", "copy"])
+    calls: list[int] = []
+
+    def command(args: argparse.Namespace, index: int, out: Path) -> list[str]:
+        calls.append(index)
+        if next(outcomes) == "fail":
+            return [sys.executable, "-c", "raise SystemExit(3)"]
+        return [sys.executable, "-c", f"import shutil; shutil.copy({str(figures)!r}, {str(out)!r})"]
+
+    monkeypatch.setattr(repeat, "child_command", command)
+    done = repeat.repeat(arguments(["--quick", "--runs", "4"]), lambda line: None)
+    assert calls == [0, 1, 2]  # the fourth is not started
+    assert [run["fairway on slurm"].makespan_hours for run in done] == [3.33, 3.33]

@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks.slurm_vs_fairway.cluster import ROOT
-from scheduler_core.whatif.run_figures import RunFigures, figures_from_json
+from scheduler_core.whatif.run_figures import RunFigures, figures_from_json, text_table
 
-SLURM, FAIRWAY = "slurm alone", "fairway on slurm"
+SLURM, FAIRWAY = "slurm alone", "fairway on slurm"  # the sides' labels in every table
 
 # (label, how to read it, how to print it) for the summary's rows
 SUMMARY_ROWS: list[tuple[str, Callable[[RunFigures], float], str]] = [
@@ -93,11 +93,7 @@ def summary(runs: Sequence[dict[str, RunFigures]]) -> list[str]:
             low, high, mid = (form.format(v) for v in (values[0], values[-1], _median(values)))
             row.append(f"{low}-{high} ({mid})")
         table.append(row)
-    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
-    return [
-        "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))
-        for r in table
-    ]
+    return text_table(table)
 
 
 def goals_over_runs(

@@ -170,16 +170,14 @@ def main(argv: list[str] | None = None) -> int:
     bench = BenchSlurm(args.slurm_dir, args.nodes, 8)
     try:
         if "slurm" in sides:
-            runs["slurm alone"], cpu["slurm alone"] = run_slurm(jobs, cluster, args, bench)
+            runs[repeat.SLURM], cpu[repeat.SLURM] = run_slurm(jobs, cluster, args, bench)
             log("slurm alone: done")
         if "fairway" in sides:
             fairway = fairway_side()
             if fairway is None:
                 print("fairway on slurm: not run (the Slurm executor is not in this build)")
             else:
-                runs["fairway on slurm"], cpu["fairway on slurm"] = fairway(
-                    jobs, cluster, args, bench, log
-                )
+                runs[repeat.FAIRWAY], cpu[repeat.FAIRWAY] = fairway(jobs, cluster, args, bench, log)
     finally:
         bench.stop()
     print()
@@ -214,7 +212,7 @@ def main_over_runs(args: argparse.Namespace) -> int:
 def goals(runs: dict[str, RunFigures]) -> list[str]:
     """Issue 31's goals for Fairway on Slurm against Slurm alone, from this run (the
     release-to-process goal, p50 under 1 s, is read from the line below them)."""
-    slurm, fairway = runs.get("slurm alone"), runs.get("fairway on slurm")
+    slurm, fairway = runs.get(repeat.SLURM), runs.get(repeat.FAIRWAY)
     if slurm is None or fairway is None:
         return []
     return ["goals (issue 31), Fairway on Slurm against Slurm alone:"] + [

@@ -23,7 +23,7 @@ reference schedulers alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
@@ -415,7 +415,11 @@ def figure_rows(runs: Mapping[str, RunFigures]) -> list[tuple[str, list[str]]]:
 
 def figures_table(runs: Mapping[str, RunFigures]) -> list[str]:
     """The runs side by side as text, one figure per line (figure_rows)."""
-    table = [["", *runs], *([label, *cells] for label, cells in figure_rows(runs))]
+    return text_table([["", *runs], *([label, *cells] for label, cells in figure_rows(runs))])
+
+
+def text_table(table: Sequence[Sequence[str]]) -> list[str]:
+    """Rows of cells as aligned text: the first column to the left, the others right."""
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     return [
         "  ".join(

@@ -54,6 +54,7 @@ from benchmarks.engine_bench import (
     kueue_baseline_workloads,
 )
 from scheduler_core.choices import TERMINAL_STATES, EventType, WorkloadStatus
+from scheduler_core.engine.profiles import PROFILE_KAI, with_profile
 from scheduler_core.loop import triggers
 from scheduler_core.models import (
     Allocation,
@@ -145,10 +146,12 @@ class LoadTest:
         write: Callable[[str], Any],
         warn: Callable[[str], Any],
         profile: LoadProfile = PROFILES["baseline"],
+        pool_profile: str = PROFILE_KAI,
     ) -> None:
         self.write = write
         self.warn = warn
         self.profile = profile
+        self.pool_profile = pool_profile
 
     # --- setup --------------------------------------------------------------------------
 
@@ -182,7 +185,11 @@ class LoadTest:
     def build(self) -> tuple[NodePool, dict[str, Project]]:
         """The profile's pool, nodes, departments and projects with their quotas."""
         profile = self.profile
-        pool = NodePool.objects.create(name=POOL, description="manage.py loadtest")
+        pool = NodePool.objects.create(
+            name=POOL,
+            description="manage.py loadtest",
+            **with_profile({"profile": self.pool_profile}),
+        )
         now = timezone.now()
         Node.objects.bulk_create(
             Node(
@@ -245,7 +252,8 @@ class LoadTest:
         gpus = self.profile.gpus
         self.write(
             f"Kueue {self.profile.name} x{scale:g}: {len(arrivals)} workloads over "
-            f"{arrivals[-1][0]:.1f} s on {gpus:,} GPUs (ideal drain {work / gpus:.1f} s)"
+            f"{arrivals[-1][0]:.1f} s on {gpus:,} GPUs (ideal drain {work / gpus:.1f} s); "
+            f"the pool's policy profile: {self.pool_profile}"
         )
         queue = f"fairway-loadtest-{uuid.uuid4().hex[:6]}"
         settings.SCHEDULER_CYCLE_QUEUE = queue

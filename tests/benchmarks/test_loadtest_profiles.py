@@ -58,3 +58,24 @@ def test_a_workload_outside_the_load_on_its_nodes_stops_the_clean_with_a_message
     with pytest.raises(LoadTestError, match=r"vision/mine.*cancel them"):
         load.clean()
     assert Project.objects.filter(name__startswith="lt-").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("pool_profile", "holds", "bound"), [("kai", False, None), ("lab", True, 2)]
+)
+def test_the_pool_gets_the_policy_profile_asked_for(
+    pool_profile: str, holds: bool, bound: int | None
+) -> None:
+    """`--pool-profile`: KAI's settings unless told (every figure in docs/loadtest.md),
+    or what a new pool gets (lab)."""
+    load = LoadTest(
+        write=lambda _: None,
+        warn=lambda _: None,
+        profile=PROFILES["baseline"],
+        pool_profile=pool_profile,
+    )
+    pool, _ = load.build()
+    assert pool.reserve_for_gangs is holds
+    assert pool.max_preemptions_per_workload == bound
+    load.clean()

@@ -8,6 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmarks.loadtest import PROFILES, LoadTest, LoadTestError
+from scheduler_core.engine.profiles import PROFILE_KAI
+from scheduler_core.engine.profiles import PROFILES as PROFILES_OF_POOLS
 
 
 class Command(BaseCommand):
@@ -32,12 +34,20 @@ class Command(BaseCommand):
             "--no-worker", action="store_true",
             help="use running workers instead of starting one (they must serve the queue)",
         )  # fmt: skip
+        parser.add_argument(
+            "--pool-profile", choices=PROFILES_OF_POOLS, default=PROFILE_KAI,
+            help="the load's pool's policy profile (default: kai, exactly KAI's settings, "
+            "as every figure in docs/loadtest.md; lab: what a new pool gets)",
+        )  # fmt: skip
         parser.add_argument("--timeout", type=float, default=900, help="give up after (s)")
         parser.add_argument("--keep", action="store_true", help="keep the load's data after")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         load_test = LoadTest(
-            write=self.stdout.write, warn=self.stderr.write, profile=PROFILES[opts["profile"]]
+            write=self.stdout.write,
+            warn=self.stderr.write,
+            profile=PROFILES[opts["profile"]],
+            pool_profile=opts["pool_profile"],
         )
         try:
             load_test.run(

@@ -446,6 +446,38 @@ def load_snapshot(
     )  # fmt: skip
     hot, unseen, memo.mark = read_hot(now, memo.static, memo.mark, new_limit)
     static = memo.refresh(hot)
+    allocations = _read_allocations(hot)
+    queue_keys = _queue_keys(departments, projects)
+    node_names = {n["pk"]: n["name"] for n in nodes}
+    node_pools = {n["pk"]: n["pool_id"] for n in nodes}
+    reader = _WorkloadReader(memo, static, allocations, queue_keys, pool_names, node_names)
+    workload_specs, workload_rows = reader.read(hot, node_pools)
+    snapshot = ClusterSnapshot(
+        now=now.timestamp(),
+        pools=tuple(_pool_config(p) for p in pools),
+        nodes=tuple(_node_spec(n, pool_names) for n in nodes),
+        queues=tuple(_queue_specs(departments, projects, quotas, pool_names, queue_keys)),
+        workloads=tuple(workload_specs),
+        usage=_usage(now, pools, pool_names, queue_keys),
+    )
+    return LiveSnapshot(
+        snapshot=snapshot,
+        taken_at=now,
+        pool_ids={p.name: p.pk for p in pools},
+        node_ids={n["name"]: n["pk"] for n in nodes},
+        node_names=node_names,
+        node_pools=node_pools,
+        node_versions={n["pk"]: n["version"] for n in nodes},
+        queue_owners={key: owner for owner, key in queue_keys.items()},
+        workloads=workload_rows,
+        project_departments={p["pk"]: p["department_id"] for p in projects},
+        pool_backends={p.pk: p.backend for p in pools},
+        unseen=unseen,
+    )
+
+
+def _read_allocations(hot: list[tuple[Any, ...]]) -> dict[int, list[AllocationRow]]:
+    """The pods of the placed workloads among `hot`, by workload key."""
     allocations: dict[int, list[AllocationRow]] = defaultdict(list)
     placed = [pk for pk, _, status, *_ in hot if status != WorkloadStatus.PENDING]
     for chunk in key_chunks(placed):  # by key, not joined (see _read_static)
@@ -458,12 +490,18 @@ def load_snapshot(
             allocations[workload_id].append(
                 AllocationRow(pk, group, pod_index, node_id, tuple(devices or ()), fraction)
             )
+    return allocations
 
-    queue_keys = _queue_keys(departments, projects)
-    node_names = {n["pk"]: n["name"] for n in nodes}
-    node_pools = {n["pk"]: n["pool_id"] for n in nodes}
-    project_departments = {p["pk"]: p["department_id"] for p in projects}
 
+def _queue_specs(
+    departments: Sequence[Mapping[str, Any]],
+    projects: Sequence[Mapping[str, Any]],
+    quotas: Sequence[Mapping[str, Any]],
+    pool_names: dict[int, str],
+    queue_keys: dict[tuple[str, int], str],
+) -> list[QueueSpec]:
+    """The departments, then the projects, as the engine's queues with their quotas and
+    limits per pool."""
     quota_of: dict[tuple[str, int], dict[str, Resources]] = defaultdict(dict)
     limit_of: dict[tuple[str, int], dict[str, Resources]] = defaultdict(dict)
     for q in quotas:
@@ -475,7 +513,7 @@ def load_snapshot(
             q["gpus"], q["cpu"], q["memory"], zero_is_unlimited=True
         )
         limit_of[owner][quota_pool] = _limit(q)
-    queues = [
+    return [
         QueueSpec(
             name=queue_keys[("department", d["pk"])],
             rank=d["rank"],
@@ -498,50 +536,95 @@ def load_snapshot(
         for p in projects
     ]
 
-    workload_specs = []
-    workload_rows: dict[int, WorkloadRow] = {}
-    # A waiting workload whose row did not change since the last cycle is the same
-    # WorkloadRow and engine spec as then (the apply step never changes a pending row).
-    names = (tuple(queue_keys.items()), tuple(pool_names.items()))
-    known = memo.waiting_rows(names)
-    waiting = {}
-    for item in hot:
+
+def _node_spec(n: dict[str, Any], pool_names: dict[int, str]) -> NodeSpec:
+    """A node row as the engine's node."""
+    return NodeSpec(
+        name=n["name"],
+        pool=pool_names[n["pool_id"]],
+        gpus=n["gpu_count"],
+        cpu=float(n["cpu"]) or None,
+        memory=float(n["memory"]) or None,
+        labels=n["labels"],
+        state=_engine_node_state(n["state"]),
+    )
+
+
+class _WorkloadReader:
+    """The active workloads of a snapshot as engine specs and WorkloadRows. A waiting
+    workload whose row did not change since the last cycle is the same WorkloadRow and
+    engine spec as then (the apply step never changes a pending row)."""
+
+    def __init__(
+        self,
+        memo: SnapshotMemo,
+        static: dict[int, Any],
+        allocations: dict[int, list[AllocationRow]],
+        queue_keys: dict[tuple[str, int], str],
+        pool_names: dict[int, str],
+        node_names: dict[int, str],
+    ) -> None:
+        self.memo = memo
+        self.static = static
+        self.allocations = allocations
+        self.queue_keys = queue_keys
+        self.pool_names = pool_names
+        self.node_names = node_names
+        self.specs: list[WorkloadSpec] = []
+        self.rows: dict[int, WorkloadRow] = {}
+
+    def read(
+        self, hot: list[tuple[Any, ...]], node_pools: dict[int, int]
+    ) -> tuple[list[WorkloadSpec], dict[int, WorkloadRow]]:
+        """Specs (in `hot`'s order) and rows by key; the waiting ones kept in the memo."""
+        names = (tuple(self.queue_keys.items()), tuple(self.pool_names.items()))
+        known = self.memo.waiting_rows(names)
+        waiting = {}
+        for item in hot:
+            pk, status = item[0], item[2]
+            if status == WorkloadStatus.PENDING:
+                entry = known.get(pk)
+                if entry is not None and entry[0] == item:
+                    waiting[pk] = entry
+                    self.rows[pk] = entry[1]
+                    self.specs.append(entry[2])
+                    continue
+            row = self._read_one(item, node_pools)
+            if row is not None and status == WorkloadStatus.PENDING:
+                waiting[pk] = (item, row, self.specs[-1])
+        self.memo.keep_waiting(names, waiting)
+        return self.specs, self.rows
+
+    def _read_one(self, item: tuple[Any, ...], node_pools: dict[int, int]) -> WorkloadRow | None:
         pk, version, status, restarts, reason, reason_kind, position, started, progress = item[:9]
         pending_since = epoch(item[9])
         room_wait_since = epoch(item[10])
         preemptions, quick_evictions = item[11], item[12]
-        if status == WorkloadStatus.PENDING:
-            entry = known.get(pk)
-            if entry is not None and entry[0] == item:
-                waiting[pk] = entry
-                workload_rows[pk] = entry[1]
-                workload_specs.append(entry[2])
-                continue
-        part = static.get(pk)
+        part = self.static.get(pk)
         if part is None:
-            continue  # became inactive between the two reads (not at REPEATABLE READ)
-        project = queue_keys[("project", part.project_id)]
-        candidates = tuple(pool_names[p] for p in part.pool_ids)
-        pods = allocations.get(pk, [])
+            return None  # became inactive between the two reads (not at REPEATABLE READ)
+        project = self.queue_keys[("project", part.project_id)]
+        candidates = tuple(self.pool_names[p] for p in part.pool_ids)
+        pods = self.allocations.get(pk, [])
         if status in PLACED_STATES:  # starting or running: it holds its GPUs either way
             placements = tuple(
-                PodPlacement(a.group, node_names[a.node_id], a.gpu_devices, a.gpu_fraction)
+                PodPlacement(a.group, self.node_names[a.node_id], a.gpu_devices, a.gpu_fraction)
                 for a in pods
             )
-            pool = pool_names[node_pools[pods[0].node_id]] if pods else None
-            workload_specs.append(
+            pool = self.pool_names[node_pools[pods[0].node_id]] if pods else None
+            self.specs.append(
                 _workload_spec(
                     pk, part, project, candidates, STATUS_RUNNING, restarts, placements, pool,
                     epoch(started), preemptions=preemptions, quick_evictions=quick_evictions,
                 )
             )  # fmt: skip
         else:
-            spec = memo.waiting_spec(
+            spec = self.memo.waiting_spec(
                 pk, version, part, project, candidates, status, restarts, pending_since,
                 room_wait_since, preemptions, quick_evictions,
             )  # fmt: skip
-            workload_specs.append(spec)
-        row = workload_rows[pk] = WorkloadRow(
+            self.specs.append(spec)
+        row = self.rows[pk] = WorkloadRow(
             pk=pk,
             project_id=part.project_id,
             name=part.name,
@@ -558,44 +641,7 @@ def load_snapshot(
             version=version,
             allocations=pods,
         )
-        if status == WorkloadStatus.PENDING:
-            waiting[pk] = (item, row, workload_specs[-1])
-    memo.keep_waiting(names, waiting)
-
-    usage = _usage(now, pools, pool_names, queue_keys)
-    snapshot = ClusterSnapshot(
-        now=now.timestamp(),
-        pools=tuple(_pool_config(p) for p in pools),
-        nodes=tuple(
-            NodeSpec(
-                name=n["name"],
-                pool=pool_names[n["pool_id"]],
-                gpus=n["gpu_count"],
-                cpu=float(n["cpu"]) or None,
-                memory=float(n["memory"]) or None,
-                labels=n["labels"],
-                state=_engine_node_state(n["state"]),
-            )
-            for n in nodes
-        ),
-        queues=tuple(queues),
-        workloads=tuple(workload_specs),
-        usage=usage,
-    )
-    return LiveSnapshot(
-        snapshot=snapshot,
-        taken_at=now,
-        pool_ids={p.name: p.pk for p in pools},
-        node_ids={n["name"]: n["pk"] for n in nodes},
-        node_names=node_names,
-        node_pools=node_pools,
-        node_versions={n["pk"]: n["version"] for n in nodes},
-        queue_owners={key: owner for owner, key in queue_keys.items()},
-        workloads=workload_rows,
-        project_departments=project_departments,
-        pool_backends={p.pk: p.backend for p in pools},
-        unseen=unseen,
-    )
+        return row
 
 
 def _workload_spec(

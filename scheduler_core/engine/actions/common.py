@@ -259,73 +259,106 @@ def free_and_place(
     if elastic is None:
         victims = list(victims)
         elastic = [v for v in victims if v.elastic]
-    applied: list[tuple[VictimStep, tuple[object, ...], list[PodPlacement]]] = []
-    request = list(job.request_of(counts))
-    need = request[0]
-
-    def attempt_place() -> bool:
-        if need > pool.free_gpus + EPSILON:
-            return False
-        if admits is not None and not admits(job, request):
-            return False
-        return try_start(session, stmt, job, pool, counts)
-
+    room = _RoomMaker(session, stmt, job, pool, counts, allowed, evict_kind, reason_for, admits)
     # room an earlier eviction of this action freed may already hold it: take nothing
-    placed = attempt_place()
-    # elastic victims first: one pod at a time, round by round
-    shrinking = [v for v in elastic if v.extra_pods() > 0]
-    progress = True
-    while not placed and progress:
-        progress = False
-        # a victim turned down (or at its minimum) stays so for the rest of this
-        # phase: its next pod is the same one and allocations only went down
-        kept: list[WorkloadState] = []
-        for v in shrinking:
-            pod = shrink_pod(v)
-            if pod is None:
-                continue
-            step = VictimStep(v, pod)
-            if not allowed(step):
-                continue
-            kept.append(v)
-            flags = v.flags()
-            stmt.unbind(v, pod)
-            stmt.note_reason(v, reason_for(v), job, evict_kind)
-            applied.append((step, flags, [pod]))
-            progress = True
-            if attempt_place():
-                placed = True
-                break
-        shrinking = kept
-    if not placed:
+    placed = room.place() or room.shrink(elastic) or room.evict(victims)
+    if placed:
+        room.put_back()
+    return placed
+
+
+class _RoomMaker:
+    """The steps of free_and_place, with the victims taken so far (to put back those
+    that turn out not to be needed)."""
+
+    def __init__(
+        self,
+        session: Session,
+        stmt: Statement,
+        job: WorkloadState,
+        pool: PoolIndex,
+        counts: dict[str, int],
+        allowed: Callable[[VictimStep], bool],
+        evict_kind: str,
+        reason_for: Callable[[WorkloadState], str],
+        admits: Callable[[WorkloadState, Vec], bool] | None,
+    ) -> None:
+        self.session = session
+        self.stmt = stmt
+        self.job = job
+        self.pool = pool
+        self.counts = counts
+        self.allowed = allowed
+        self.evict_kind = evict_kind
+        self.reason_for = reason_for
+        self.admits = admits
+        self.request = list(job.request_of(counts))
+        # each step taken: the step, the victim's flags before it, the pods it took
+        self.applied: list[tuple[VictimStep, tuple[object, ...], list[PodPlacement]]] = []
+
+    def place(self) -> bool:
+        """Place the job if it fits now (and the queue limits admit it)."""
+        if self.request[0] > self.pool.free_gpus + EPSILON:
+            return False
+        if self.admits is not None and not self.admits(self.job, self.request):
+            return False
+        return try_start(self.session, self.stmt, self.job, self.pool, self.counts)
+
+    def shrink(self, elastic: list[WorkloadState]) -> bool:
+        """Take elastic victims' pods, one at a time, round by round, until the job is
+        placed (True) or none may give more. A victim turned down (or at its minimum)
+        stays so for the rest of this phase: its next pod is the same one and
+        allocations only went down."""
+        shrinking = [v for v in elastic if v.extra_pods() > 0]
+        while shrinking:
+            kept: list[WorkloadState] = []
+            for v in shrinking:
+                pod = shrink_pod(v)
+                if pod is None:
+                    continue
+                step = VictimStep(v, pod)
+                if not self.allowed(step):
+                    continue
+                kept.append(v)
+                flags = v.flags()
+                self.stmt.unbind(v, pod)
+                self.stmt.note_reason(v, self.reason_for(v), self.job, self.evict_kind)
+                self.applied.append((step, flags, [pod]))
+                if self.place():
+                    return True
+            shrinking = kept
+        return False
+
+    def evict(self, victims: Iterable[WorkloadState]) -> bool:
+        """Evict whole victims in order until the job is placed (True)."""
         for v in victims:
-            if not v.pods or session.protection(v) is not None:
+            if not v.pods or self.session.protection(v) is not None:
                 continue
             step = VictimStep(v)
-            if not allowed(step):
+            if not self.allowed(step):
                 continue
             flags = v.flags()
             pods = list(v.pods)
-            stmt.evict(v, evict_kind, reason_for(v), job)
-            applied.append((step, flags, pods))
-            if attempt_place():
-                placed = True
-                break
-    if not placed:
+            self.stmt.evict(v, self.evict_kind, self.reason_for(v), self.job)
+            self.applied.append((step, flags, pods))
+            if self.place():
+                return True
         return False
-    # evict as little as possible: put back victims whose pods still fit where they were
-    gone: set[str] = set()  # victims whose whole eviction stays
-    for step, flags, pods in reversed(applied):
-        v = step.victim
-        if v.id in gone:
-            continue
-        if not pods_fit_back(session, v, pods) or (
-            admits is not None and not admits(v, _taken_by(v, pods))
-        ):
-            if step.pod is None:
-                gone.add(v.id)
-            continue
-        for p in pods:
-            stmt.bind(v, p)
-        stmt.restore_flags(v, flags)
-    return True
+
+    def put_back(self) -> None:
+        """Evict as little as possible: put back, last taken first, the victims whose
+        pods still fit where they were (and whose queue limits let them)."""
+        gone: set[str] = set()  # victims whose whole eviction stays
+        for step, flags, pods in reversed(self.applied):
+            v = step.victim
+            if v.id in gone:
+                continue
+            if not pods_fit_back(self.session, v, pods) or (
+                self.admits is not None and not self.admits(v, _taken_by(v, pods))
+            ):
+                if step.pod is None:
+                    gone.add(v.id)
+                continue
+            for p in pods:
+                self.stmt.bind(v, p)
+            self.stmt.restore_flags(v, flags)

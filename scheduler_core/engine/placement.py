@@ -45,55 +45,91 @@ def find_slot(
     """A node (and devices) where one pod of `grp` fits, or None; nodes named in
     `blocked` (held for another workload) are passed over."""
     g = grp.gpus
-    cpu = grp.cpu
-    mem = grp.memory
     if g <= EPSILON:
-        best: NodeState | None = None
-        best_free = -1.0
-        for node in pool.nodes:
-            if not node.ready or not node.fits_cpu_mem(cpu, mem):
-                continue
-            if selector and not node.matches(selector):
-                continue
-            if blocked and node.name in blocked:
-                continue
-            if not spread:
-                return (node, (), 1.0)
-            free = node.cap_cpu - node.used_cpu
-            if free > best_free + EPSILON:
-                best, best_free = node, free
-        return None if best is None else (best, (), 1.0)
+        return _cpu_slot(pool, grp, selector, spread, blocked)
     if g < 1.0 - EPSILON:
-        best_node: NodeState | None = None
-        best_dev = -1
-        best_left = 2.0
-        for node in pool.partial.values():
-            if (selector and not node.matches(selector)) or not node.fits_cpu_mem(cpu, mem):
-                continue
-            if blocked and node.name in blocked:
-                continue
-            for i, used in enumerate(node.dev_used):
-                if used > EPSILON and used + g <= 1.0 + EPSILON:
-                    left = 1.0 - used - g
-                    if left < best_left - EPSILON:
-                        best_node, best_dev, best_left = node, i, left
-        if best_node is not None:
-            return (best_node, (best_dev,), g)
-        k = 1
+        shared = _shared_device_slot(pool, grp, selector, blocked)
+        if shared is not None:
+            return shared
+        k = 1  # a fraction opens a new device
     else:
         k = round(g)
+    return _whole_devices_slot(pool, grp, selector, spread, blocked, k)
+
+
+def _usable(
+    node: NodeState, grp: GroupState, selector: dict[str, str], blocked: set[str] | None
+) -> bool:
+    """Does `node` match `selector`, have `grp`'s CPU and memory free, and is it not
+    held for another workload?"""
+    if selector and not node.matches(selector):
+        return False
+    if not node.fits_cpu_mem(grp.cpu, grp.memory):
+        return False
+    return not (blocked and node.name in blocked)
+
+
+def _cpu_slot(
+    pool: PoolIndex,
+    grp: GroupState,
+    selector: dict[str, str],
+    spread: bool,
+    blocked: set[str] | None,
+) -> Slot | None:
+    """A CPU-only pod: the first ready node that fits (binpack), or the one with the
+    most free CPU (spread)."""
+    best: NodeState | None = None
+    best_free = -1.0
+    for node in pool.nodes:
+        if not node.ready or not _usable(node, grp, selector, blocked):
+            continue
+        if not spread:
+            return (node, (), 1.0)
+        free = node.cap_cpu - node.used_cpu
+        if free > best_free + EPSILON:
+            best, best_free = node, free
+    return None if best is None else (best, (), 1.0)
+
+
+def _shared_device_slot(
+    pool: PoolIndex, grp: GroupState, selector: dict[str, str], blocked: set[str] | None
+) -> Slot | None:
+    """A fractional pod on a device that already holds fractions: the one it fills
+    best; None when none has room."""
+    g = grp.gpus
+    best_node: NodeState | None = None
+    best_dev = -1
+    best_left = 2.0
+    for node in pool.partial.values():
+        if not _usable(node, grp, selector, blocked):
+            continue
+        for i, used in enumerate(node.dev_used):
+            if used > EPSILON and used + g <= 1.0 + EPSILON:
+                left = 1.0 - used - g
+                if left < best_left - EPSILON:
+                    best_node, best_dev, best_left = node, i, left
+    return None if best_node is None else (best_node, (best_dev,), g)
+
+
+def _whole_devices_slot(
+    pool: PoolIndex,
+    grp: GroupState,
+    selector: dict[str, str],
+    spread: bool,
+    blocked: set[str] | None,
+    k: int,
+) -> Slot | None:
+    """`k` wholly free devices on one node: from the fullest node that has them
+    (binpack) or the emptiest (spread)."""
     if k > pool.max_devices:
         return None
+    g = grp.gpus
     order = range(pool.max_devices, k - 1, -1) if spread else range(k, pool.max_devices + 1)
     buckets = pool.buckets
     for b in order:
         for node in buckets[b].values():
-            if (selector and not node.matches(selector)) or not node.fits_cpu_mem(cpu, mem):
-                continue
-            if blocked and node.name in blocked:
-                continue
-            devices = _free_devices(node, k)
-            return (node, devices, g if g < 1.0 - EPSILON else 1.0)
+            if _usable(node, grp, selector, blocked):
+                return (node, _free_devices(node, k), g if g < 1.0 - EPSILON else 1.0)
     return None
 
 

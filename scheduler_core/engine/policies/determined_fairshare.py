@@ -309,6 +309,30 @@ def schedule_fairshare_pool(session: Session, pool: PoolIndex) -> None:
     rest are divided the pool's ready GPU slots; then zero-GPU workloads start FIFO."""
     gpu_work, zero_work = by_gpu_use(pool_workloads(session, pool))
     slots = float(sum(n.gpus for n in pool.nodes if n.ready))
+    dividing = _dividing(session, pool, gpu_work, slots)
+    targets = fair_targets(slots, dividing)
+    ordered = sorted(dividing, key=submission_order)
+    for w in ordered:
+        if w.pods:
+            _cut_to_target(session, pool, w, targets.get(w.id))
+    for w in ordered:
+        target = targets.get(w.id)
+        if target is None:
+            if not w.pods:
+                session.set_reason(w, pool.name, "fairshare", _below_minimum(pool, w, slots))
+            continue
+        if w.pods or start_or_explain(session, pool, w):
+            _grow_to_target(session, pool, w, target)
+    for w in sorted(zero_work, key=submission_order):
+        if not w.pods:
+            start_or_explain(session, pool, w)
+
+
+def _dividing(
+    session: Session, pool: PoolIndex, gpu_work: list[WorkloadState], slots: float
+) -> list[WorkloadState]:
+    """The GPU workloads that take part in the division: those that run, and those
+    pending that could fit the pool at all (the others are told why they never will)."""
     verdicts: dict[int, str | None] = {}  # never_fits by kind of workload
     rooms: dict[tuple[object, ...], float] = {}
     dividing = []
@@ -321,55 +345,53 @@ def schedule_fairshare_pool(session: Session, pool: PoolIndex) -> None:
                 session.set_reason(w, pool.name, "capacity", never_fits_pool(pool.name, why))
                 continue
         dividing.append(w)
-    targets = fair_targets(slots, dividing)
-    ordered = sorted(dividing, key=submission_order)
-    for w in ordered:
-        if not w.pods:
-            continue
-        target = targets.get(w.id)
-        total = sum(target.values()) if target else 0
-        if target is not None and len(w.pods) <= total:
-            continue
-        stmt = session.statement()
-        if target is not None:
-            while len(w.pods) > total:
-                pod = shrink_pod(w)
-                if pod is None:
-                    break
-                stmt.unbind(w, pod)
-            stmt.note_reason(w, f"fair share of pool {pool.name} is {total} pods")
-        elif w.preemptible:
-            stmt.evict(
-                w,
-                EVICT_FAIRSHARE,
-                f"its fair share of pool {pool.name} no longer covers its minimum",
-                None,
-            )
-        stmt.commit()
-    for w in ordered:
-        target = targets.get(w.id)
-        if target is None:
-            if not w.pods:
-                session.set_reason(
-                    w,
-                    pool.name,
-                    "fairshare",
-                    f"its fair share of the {format_amount(slots)} GPU slots of pool "
-                    f"{pool.name} does not cover its minimum of {format_amount(w.min_gpus)}",
-                )
-            continue
-        if not w.pods and not start_or_explain(session, pool, w):
-            continue
-        stmt = session.statement()
-        current = w.pod_counts()
-        for grp in w.groups:
-            for _ in range(target[grp.name] - current[grp.name]):
-                if not try_start(session, stmt, w, pool, {grp.name: 1}):
-                    break
-        stmt.commit()
-    for w in sorted(zero_work, key=submission_order):
-        if not w.pods:
-            start_or_explain(session, pool, w)
+    return dividing
+
+
+def _cut_to_target(
+    session: Session, pool: PoolIndex, w: WorkloadState, target: dict[str, int] | None
+) -> None:
+    """A running workload over its fair share gives pods back down to it; one whose
+    share no longer covers its minimum is evicted (when preemptible)."""
+    total = sum(target.values()) if target else 0
+    if target is not None and len(w.pods) <= total:
+        return
+    stmt = session.statement()
+    if target is not None:
+        while len(w.pods) > total:
+            pod = shrink_pod(w)
+            if pod is None:
+                break
+            stmt.unbind(w, pod)
+        stmt.note_reason(w, f"fair share of pool {pool.name} is {total} pods")
+    elif w.preemptible:
+        stmt.evict(
+            w,
+            EVICT_FAIRSHARE,
+            f"its fair share of pool {pool.name} no longer covers its minimum",
+            None,
+        )
+    stmt.commit()
+
+
+def _grow_to_target(
+    session: Session, pool: PoolIndex, w: WorkloadState, target: dict[str, int]
+) -> None:
+    """Start pods of `w`, group by group, up to its fair share, while they fit."""
+    stmt = session.statement()
+    current = w.pod_counts()
+    for grp in w.groups:
+        for _ in range(target[grp.name] - current[grp.name]):
+            if not try_start(session, stmt, w, pool, {grp.name: 1}):
+                break
+    stmt.commit()
+
+
+def _below_minimum(pool: PoolIndex, w: WorkloadState, slots: float) -> str:
+    return (
+        f"its fair share of the {format_amount(slots)} GPU slots of pool "
+        f"{pool.name} does not cover its minimum of {format_amount(w.min_gpus)}"
+    )
 
 
 class _Counts:

@@ -75,38 +75,48 @@ def divide(total: float, claims: Sequence[ShareClaim], k: float | None = None) -
         group = by_rank[rank]
         if k is None and not math.isinf(remaining) and all(math.isfinite(c.weight) for c in group):
             remaining = _water_fill(remaining, group, fair, want)
-            if remaining <= EPSILON:
-                break
-            continue
-        while remaining > EPSILON:
-            asking = [c for c in group if want[c.key] - fair[c.key] > EPSILON]
-            if not asking:
-                break
-            weights = over_quota_weights(asking, k)
-            wsum = sum(weights)
-            if wsum <= EPSILON:
-                break  # only weight-0 queues ask here: the rest passes to lower ranks
-            if math.isinf(remaining):
-                for c, w in zip(asking, weights, strict=True):
-                    if w > 0:
-                        fair[c.key] = want[c.key]
-                break
-            shares = [remaining * w / wsum for w in weights]
-            capped = [
-                (c, s)
-                for c, s in zip(asking, shares, strict=True)
-                if s >= want[c.key] - fair[c.key] - EPSILON
-            ]
-            if capped:
-                for c, _ in capped:
-                    remaining -= want[c.key] - fair[c.key]
-                    fair[c.key] = want[c.key]
-                continue
-            remaining = _hand_out(asking, shares, fair, want, remaining)
-            break
+        else:
+            remaining = _divide_by_rounds(remaining, group, fair, want, k)
         if remaining <= EPSILON:
             break
     return fair
+
+
+def _divide_by_rounds(
+    remaining: float,
+    group: list[ShareClaim],
+    fair: dict[str, float],
+    want: dict[str, float],
+    k: float | None,
+) -> float:
+    """Hand `remaining` out to one rank's claims by weight, in rounds: claims whose
+    share covers what they still want get it and leave, the rest share again (weights
+    that change with time-based `k`, or infinite ones). Returns what is left."""
+    while remaining > EPSILON:
+        asking = [c for c in group if want[c.key] - fair[c.key] > EPSILON]
+        if not asking:
+            break
+        weights = over_quota_weights(asking, k)
+        wsum = sum(weights)
+        if wsum <= EPSILON:
+            break  # only weight-0 queues ask here: the rest passes to lower ranks
+        if math.isinf(remaining):
+            for c, w in zip(asking, weights, strict=True):
+                if w > 0:
+                    fair[c.key] = want[c.key]
+            break
+        shares = [remaining * w / wsum for w in weights]
+        capped = [
+            (c, s)
+            for c, s in zip(asking, shares, strict=True)
+            if s >= want[c.key] - fair[c.key] - EPSILON
+        ]
+        if not capped:
+            return _hand_out(asking, shares, fair, want, remaining)
+        for c, _ in capped:
+            remaining -= want[c.key] - fair[c.key]
+            fair[c.key] = want[c.key]
+    return remaining
 
 
 def _water_fill(

@@ -231,3 +231,40 @@ def test_pods_and_steps_are_bounded_in_all() -> None:
     )
     steps = "".join(f"  - at: {i}\n" for i in range(10_001))
     assert "'steps' must list at most 10000" in _error(BASE.replace("  - at: 0\n", steps))
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        ("{set_quota: {project: p}}", "events[0] (set_quota): give at least one of gpus, cpu"),
+        ("{set_quota: {project: p, pool: gpu, gpus: 2}}", "'pool' names unknown pool 'gpu'"),
+        ("{set_weight: {workload: w1}}", "events[0] (set_weight): 'weight' is required"),
+        (
+            "{set_weight: {workload: w1, weight: 2, over_quota_weight: 1}}",
+            "a workload's set_weight gives only 'workload' and 'weight'",
+        ),
+        ("{set_weight: {project: p}}", "'over_quota_weight' is required"),
+        (
+            "{set_weight: {project: p, weight: 2, over_quota_weight: 1}}",
+            "'weight' is a workload's; a queue's set_weight gives 'over_quota_weight'",
+        ),
+    ],
+)
+def test_a_quota_or_weight_change_that_cannot_apply_says_why(event: str, message: str) -> None:
+    text = BASE.replace("  - at: 0\n", f"  - at: 0\n    events: [{event}]\n")
+    assert message in _error(text)
+
+
+def test_a_quota_and_weight_change_load_as_events() -> None:
+    text = BASE.replace(
+        "  - at: 0\n",
+        "  - at: 0\n    events: [{set_quota: {project: p, gpus: 2}}, "
+        "{set_weight: {workload: w1, weight: 3}}, {set_weight: {project: p, "
+        "over_quota_weight: 2}}]\n",
+    )
+    events = load_scenario(text, source="scenario.yaml").steps[0].events
+    assert [(e.type, e.values) for e in events] == [
+        ("set_quota", {"pool": "default", "amounts": {"gpus": 2}}),
+        ("set_weight", {"weight": 3, "scope": "workload"}),
+        ("set_weight", {"over_quota_weight": 2, "scope": "queue"}),
+    ]

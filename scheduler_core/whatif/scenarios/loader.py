@@ -37,6 +37,8 @@ from scheduler_core.schemas.scenarios import (
     ScenarioQueue,
     ScenarioStep,
     ScenarioWorkload,
+    SetQuota,
+    SetWeight,
 )
 from scheduler_core.schemas.scenarios import Expect as ExpectEntry
 from scheduler_core.whatif.scenarios.errors import ScenarioError
@@ -460,26 +462,33 @@ class _Builder:
             self._workload_named(where, value.workload)
             return Event(kind, value.workload, values={"priority": value.priority})
         if kind == "set_quota":
-            target = self._queue_target(where, value)
-            pool = value.pool
-            if pool is None and len(self.pool_names) == 1:
-                pool = self.pool_names[0]
-            if pool is None:
-                raise where.fail("'pool' is required")
-            if pool not in self.pool_names:
-                raise where.fail(f"'pool' names unknown pool {pool!r}")
-            amounts = {k: v for k, v in value.given().items() if k in ("gpus", "cpu", "memory")}
-            if not amounts:
-                raise where.fail("give at least one of gpus, cpu, memory")
-            return Event(kind, target, values={"pool": pool, "amounts": amounts})
-        # set_weight: a workload's weight, or a queue's over-quota weight
+            return self._set_quota(where, value)
+        return self._set_weight(where, value)
+
+    def _set_quota(self, where: _At, value: SetQuota) -> Event:
+        target = self._queue_target(where, value)
+        pool = value.pool
+        if pool is None and len(self.pool_names) == 1:
+            pool = self.pool_names[0]
+        if pool is None:
+            raise where.fail("'pool' is required")
+        if pool not in self.pool_names:
+            raise where.fail(f"'pool' names unknown pool {pool!r}")
+        amounts = {k: v for k, v in value.given().items() if k in ("gpus", "cpu", "memory")}
+        if not amounts:
+            raise where.fail("give at least one of gpus, cpu, memory")
+        return Event("set_quota", target, values={"pool": pool, "amounts": amounts})
+
+    def _set_weight(self, where: _At, value: SetWeight) -> Event:
+        """set_weight: a workload's weight, or a queue's over-quota weight."""
         if value.workload is not None:
             if value.weight is None:
                 raise where.fail("'weight' is required")
             if value.given().keys() != {"workload", "weight"}:
                 raise where.fail("a workload's set_weight gives only 'workload' and 'weight'")
             self._workload_named(where, value.workload)
-            return Event(kind, value.workload, values={"weight": value.weight, "scope": "workload"})
+            values = {"weight": value.weight, "scope": "workload"}
+            return Event("set_weight", value.workload, values=values)
         target = self._queue_target(where, value)
         if value.over_quota_weight is None:
             raise where.fail("'over_quota_weight' is required")
@@ -488,7 +497,7 @@ class _Builder:
                 "'weight' is a workload's; a queue's set_weight gives 'over_quota_weight'"
             )
         return Event(
-            kind,
+            "set_weight",
             target,
             values={"over_quota_weight": value.over_quota_weight, "scope": "queue"},
         )

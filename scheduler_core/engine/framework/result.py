@@ -32,60 +32,7 @@ def build_result(session: Session) -> CycleResult:
     freeing: list[Decision] = []
     taking: list[Decision] = []
     for w in session.workloads.values():
-        initial = w.initial_pods
-        final = tuple(w.pods)
-        if w.failed:
-            if initial:
-                freeing.append(Evict(w.id, w.evict_kind or EVICT_FAULT, w.evict_reason, None))
-            freeing.append(Fail(w.id, w.fail_reason))
-            continue
-        if initial and (w.evicted or not final):
-            by = w.evict_by
-            freeing.append(
-                Evict(
-                    w.id,
-                    w.evict_kind,
-                    w.evict_reason,
-                    by.name if by else None,
-                    by.id if by else None,
-                )
-            )
-            if final:
-                assert w.pool is not None
-                taking.append(Allocate(w.id, w.pool, final))
-            continue
-        if not initial:
-            if final:
-                assert w.pool is not None
-                taking.append(Allocate(w.id, w.pool, final))
-            continue
-        if initial == final:
-            continue
-        if w.moved:
-            assert w.pool is not None
-            freeing.append(Move(w.id, w.pool, final, "consolidation"))
-            continue
-        removed = list(initial)
-        added: list[PodPlacement] = []
-        for pod in final:
-            if pod in removed:
-                removed.remove(pod)
-            else:
-                added.append(pod)
-        if removed:
-            by = w.evict_by
-            freeing.append(
-                Shrink(
-                    w.id,
-                    tuple(removed),
-                    w.evict_reason,
-                    reason_kind=w.evict_kind,
-                    by=by.name if by else None,
-                    by_id=by.id if by else None,
-                )
-            )
-        if added:
-            taking.append(Expand(w.id, tuple(added)))
+        _decide(w, freeing, taking)
     decisions = tuple(freeing + taking)
     _note_holds(session)
     return CycleResult(
@@ -101,6 +48,67 @@ def build_result(session: Session) -> CycleResult:
             if not session.workloads[wid].pods and not session.workloads[wid].failed
         },
     )
+
+
+def _decide(w: WorkloadState, freeing: list[Decision], taking: list[Decision]) -> None:
+    """The decisions that take `w` from its pods in the snapshot to its pods now."""
+    initial = w.initial_pods
+    final = tuple(w.pods)
+    if w.failed:
+        if initial:
+            freeing.append(Evict(w.id, w.evict_kind or EVICT_FAULT, w.evict_reason, None))
+        freeing.append(Fail(w.id, w.fail_reason))
+        return
+    if initial and (w.evicted or not final):
+        by = w.evict_by
+        freeing.append(
+            Evict(
+                w.id, w.evict_kind, w.evict_reason, by.name if by else None, by.id if by else None
+            )
+        )
+    if not initial or w.evicted or not final:
+        if final:
+            assert w.pool is not None
+            taking.append(Allocate(w.id, w.pool, final))
+        return
+    if initial == final:
+        return
+    if w.moved:
+        assert w.pool is not None
+        freeing.append(Move(w.id, w.pool, final, "consolidation"))
+        return
+    _resize(w, initial, final, freeing, taking)
+
+
+def _resize(
+    w: WorkloadState,
+    initial: tuple[PodPlacement, ...],
+    final: tuple[PodPlacement, ...],
+    freeing: list[Decision],
+    taking: list[Decision],
+) -> None:
+    """An elastic workload that kept running: the pods it gave up, the pods it gained."""
+    removed = list(initial)
+    added: list[PodPlacement] = []
+    for pod in final:
+        if pod in removed:
+            removed.remove(pod)
+        else:
+            added.append(pod)
+    if removed:
+        by = w.evict_by
+        freeing.append(
+            Shrink(
+                w.id,
+                tuple(removed),
+                w.evict_reason,
+                reason_kind=w.evict_kind,
+                by=by.name if by else None,
+                by_id=by.id if by else None,
+            )
+        )
+    if added:
+        taking.append(Expand(w.id, tuple(added)))
 
 
 def _note_holds(session: Session) -> None:

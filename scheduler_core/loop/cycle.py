@@ -45,6 +45,7 @@ from scheduler_core.adapters.runs import placed_runs, without_ended
 from scheduler_core.adapters.snapshot import SnapshotMemo
 from scheduler_core.choices import WorkloadStatus
 from scheduler_core.db.read_only import read_only_transaction
+from scheduler_core.engine.decisions import CycleResult
 from scheduler_core.loop import triggers
 from scheduler_core.loop.locks import CycleLock, new_cycle_lock
 from scheduler_core.loop.timing import run_weight, start_delay
@@ -247,35 +248,8 @@ def _run_locked(lock: CycleLock, now: datetime | None, state: LoopState) -> Cycl
         t_check = time.perf_counter()
         if not lock.still_held():
             raise LockLost("the cycle lock was lost; nothing of this cycle is kept")
-        pending, running = totals(live, result)
-        done = time.perf_counter()
-        record = CycleRecord.objects.create(
-            started_at=started,
-            duration_seconds=done - t0,
-            decisions=outcome.applied,
-            dropped_decisions=outcome.dropped,
-            pending=pending,
-            running=running,
-            details={
-                "applied": dict(outcome.by_kind),
-                "dropped": outcome.dropped_details[:20],
-                "completed": outcome.completed,
-                "events": outcome.events,
-                "reasons_written": outcome.reasons_written,
-                "queue_states_written": queue_rows,
-                "workloads": len(live.snapshot.workloads),
-                "seconds": {
-                    "load": round(t_runs - t0, 4),
-                    "runtime": round(t_engine - t_runs, 4),
-                    "engine": round(t_apply - t_engine, 4),
-                    "apply": round(done - t_apply, 4),
-                    "apply_begin": round(t_decisions - t_apply, 4),
-                    "apply_decisions": round(t_queues - t_decisions, 4),
-                    "apply_queues": round(t_check - t_queues, 4),
-                    "apply_check": round(done - t_check, 4),
-                },
-            },
-        )
+        marks = (t0, t_runs, t_engine, t_apply, t_decisions, t_queues, t_check)
+        record = _record(started, live, result, outcome, queue_rows, marks)
     _after_commit(backend)
     if refresh is not None and refresh.limit is not None:
         _refresh_continues(outcome.refresh_resume_after)
@@ -286,6 +260,49 @@ def _run_locked(lock: CycleLock, now: datetime | None, state: LoopState) -> Cycl
         ran=True, record=record, outcome=outcome, completed=outcome.completed,
         run_ends=_run_ends(runs.going, outcome), idle_gpus=result.idle_gpus,
     )  # fmt: skip
+
+
+def _record(
+    started: datetime,
+    live: LiveSnapshot,
+    result: CycleResult,
+    outcome: ApplyOutcome,
+    queue_rows: int,
+    marks: tuple[float, ...],
+) -> CycleRecord:
+    """The cycle's record: what it decided and where its time went (`marks`: when it
+    began, read the runs, ran the engine, began to apply, to decide, to write queue
+    states and to check its lock)."""
+    t0, t_runs, t_engine, t_apply, t_decisions, t_queues, t_check = marks
+    pending, running = totals(live, result)
+    done = time.perf_counter()
+    return CycleRecord.objects.create(
+        started_at=started,
+        duration_seconds=done - t0,
+        decisions=outcome.applied,
+        dropped_decisions=outcome.dropped,
+        pending=pending,
+        running=running,
+        details={
+            "applied": dict(outcome.by_kind),
+            "dropped": outcome.dropped_details[:20],
+            "completed": outcome.completed,
+            "events": outcome.events,
+            "reasons_written": outcome.reasons_written,
+            "queue_states_written": queue_rows,
+            "workloads": len(live.snapshot.workloads),
+            "seconds": {
+                "load": round(t_runs - t0, 4),
+                "runtime": round(t_engine - t_runs, 4),
+                "engine": round(t_apply - t_engine, 4),
+                "apply": round(done - t_apply, 4),
+                "apply_begin": round(t_decisions - t_apply, 4),
+                "apply_decisions": round(t_queues - t_decisions, 4),
+                "apply_queues": round(t_check - t_queues, 4),
+                "apply_check": round(done - t_check, 4),
+            },
+        },
+    )
 
 
 def _after_commit(backend: ExecutionBackend) -> None:

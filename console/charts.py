@@ -8,6 +8,7 @@ or read by a screen reader still says which colour is which project.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.utils.html import escape
@@ -122,7 +123,7 @@ def stacked_area(
         f": {', '.join(drawn)}" if drawn else ""
     )
 
-    def x(i: int) -> float:
+    def x(i: float) -> float:
         return left + (plot_w * i / max(n - 1, 1))
 
     def y(v: float) -> float:
@@ -144,11 +145,37 @@ def stacked_area(
         f'<text class="axis-title" data-axis="y" x="12" y="{middle:.1f}" text-anchor="middle" '
         f'transform="rotate(-90 12 {middle:.1f})">{escape(unit)}</text>'
     )
+    parts += _stacked_polygons(series, n, x, y)
+    if capacity:
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{y(capacity):.1f}" '
+            f'y2="{y(capacity):.1f}" stroke="{CAPACITY_STROKE}" stroke-dasharray="4 3" '
+            'stroke-width="1"/>'
+            f'<text x="{width - right}" y="{y(capacity) - 4:.1f}" text-anchor="end">'
+            f"capacity {capacity:g} {escape(unit)}</text>"
+        )
+    axis_y = top + plot_h
+    parts += _x_labels(labels, x, axis_y)
+    parts.append(
+        f'<text class="axis-title" data-axis="x" x="{left + plot_w / 2:.1f}" '
+        f'y="{axis_y + 30:.1f}" text-anchor="middle">{escape(x_title)}</text>'
+    )
+    if legend:
+        parts.append(_legend_svg(legend, left, height))
+    parts.append("</svg>")
+    return mark_safe("".join(parts))  # every label above is escaped
+
+
+def _stacked_polygons(
+    series: list[Series], n: int, x: Callable[[float], float], y: Callable[[float], float]
+) -> list[str]:
+    """Each series drawn with a value, as a step area on top of the ones before it
+    (sample i is what was held at time i: drawn over the interval that ends there)."""
+    parts = []
     base = [0.0] * n
     for s in series:
         upper = [base[i] + s.values[i] for i in range(n)]
         if n > 1 and any(s.values):
-            # Sample i is what was held at time i: drawn over the interval that ends there.
             top_edge, bottom_edge = [], []
             for i in range(1, n):
                 top_edge += [f"{x(i - 1):.1f},{y(upper[i]):.1f}", f"{x(i):.1f},{y(upper[i]):.1f}"]
@@ -159,30 +186,20 @@ def stacked_area(
                 "</title></polygon>"
             )
         base = upper
-    if capacity:
+    return parts
+
+
+def _x_labels(labels: list[str], x: Callable[[float], float], axis_y: float) -> list[str]:
+    """The first, middle and last sample's labels under the x axis."""
+    n = len(labels)
+    parts = []
+    for i in sorted({0, n // 2, n - 1}) if n else ():
+        anchor = "start" if i == 0 else "end" if i == n - 1 else "middle"
         parts.append(
-            f'<line x1="{left}" x2="{width - right}" y1="{y(capacity):.1f}" '
-            f'y2="{y(capacity):.1f}" stroke="{CAPACITY_STROKE}" stroke-dasharray="4 3" '
-            'stroke-width="1"/>'
-            f'<text x="{width - right}" y="{y(capacity) - 4:.1f}" text-anchor="end">'
-            f"capacity {capacity:g} {escape(unit)}</text>"
+            f'<text x="{x(i):.1f}" y="{axis_y + 14:.1f}" text-anchor="{anchor}">'
+            f"{escape(labels[i])}</text>"
         )
-    axis_y = top + plot_h
-    if n:
-        for i in sorted({0, n // 2, n - 1}):
-            anchor = "start" if i == 0 else "end" if i == n - 1 else "middle"
-            parts.append(
-                f'<text x="{x(i):.1f}" y="{axis_y + 14:.1f}" text-anchor="{anchor}">'
-                f"{escape(labels[i])}</text>"
-            )
-    parts.append(
-        f'<text class="axis-title" data-axis="x" x="{left + plot_w / 2:.1f}" '
-        f'y="{axis_y + 30:.1f}" text-anchor="middle">{escape(x_title)}</text>'
-    )
-    if legend:
-        parts.append(_legend_svg(legend, left, height))
-    parts.append("</svg>")
-    return mark_safe("".join(parts))  # every label above is escaped
+    return parts
 
 
 @dataclass

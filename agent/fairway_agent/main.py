@@ -18,9 +18,10 @@ from types import ModuleType
 
 from fairway_agent import __version__
 from fairway_agent.client import AgentClient, ClientConfig, CredentialRejected, VersionRejected
-from fairway_agent.discovery import discover, load_nvml
-from fairway_agent.identity import IdentityError, resolve_run_as
+from fairway_agent.discovery import Inventory, discover, load_nvml
+from fairway_agent.identity import IdentityError, RunAs, resolve_run_as
 from fairway_agent.registration import (
+    Credential,
     RegistrationError,
     load_credential,
     register,
@@ -80,58 +81,88 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
+class _Stop(Exception):
+    """The agent cannot go on: exit with `code` after saying why."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    try:
+        run_as = _prepare(args)
+        inventory = discover(node_name=args.name, fake=args.fake_gpus)
+        log.info(
+            "%s: %d GPU(s) (%s), %d CPUs, %s GiB; pods run as %s",
+            args.name,
+            len(inventory.devices),
+            inventory.source,
+            inventory.cpu,
+            inventory.memory_gib,
+            run_as.name,
+        )
+        credential = _credential(args, inventory)
+        return _serve(args, credential, inventory, run_as)
+    except _Stop as stop:
+        return _fail(stop.code, str(stop))
+
+
+def _prepare(args: argparse.Namespace) -> RunAs:
+    """Check the flags and the state directory; the user pods run as."""
     if not args.server.startswith(("http://", "https://")):
-        return _fail(EXIT_CONFIG, f"--server must be an http:// or https:// URL, not {args.server}")
+        raise _Stop(EXIT_CONFIG, f"--server must be an http:// or https:// URL, not {args.server}")
     if args.fake_gpus is not None and args.fake_gpus < 0:
-        return _fail(EXIT_CONFIG, "--fake-gpus must be 0 or more")
+        raise _Stop(EXIT_CONFIG, "--fake-gpus must be 0 or more")
     try:
         run_as = resolve_run_as(args.run_as, allow_root=args.allow_root)
         args.state_dir.mkdir(parents=True, exist_ok=True, mode=0o711)
     except IdentityError as exc:
-        return _fail(EXIT_CONFIG, str(exc))
+        raise _Stop(EXIT_CONFIG, str(exc)) from None
     except OSError as exc:
-        return _fail(EXIT_CONFIG, f"cannot use state directory {args.state_dir}: {exc}")
+        raise _Stop(EXIT_CONFIG, f"cannot use state directory {args.state_dir}: {exc}") from None
+    return run_as
 
-    inventory = discover(node_name=args.name, fake=args.fake_gpus)
-    log.info(
-        "%s: %d GPU(s) (%s), %d CPUs, %s GiB; pods run as %s",
-        args.name,
-        len(inventory.devices),
-        inventory.source,
-        inventory.cpu,
-        inventory.memory_gib,
-        run_as.name,
-    )
+
+def _credential(args: argparse.Namespace, inventory: Inventory) -> Credential:
+    """The node's credential: kept from an earlier registration, or registered now with
+    the join token."""
     credential = load_credential(args.state_dir, args.server)
-    if credential is None:
-        if not args.join_token:
-            return _fail(
-                EXIT_CONFIG,
-                f"this node is not registered with {args.server}: pass --join-token "
-                "(or set FAIRWAY_JOIN_TOKEN)",
-            )
-        try:
-            credential = register(
-                server=args.server,
-                join_token=args.join_token,
-                hostname=args.name,
-                address=args.address,
-                inventory=inventory,
-                agent_version=__version__,
-            )
-        except RegistrationError as exc:
-            return _fail(EXIT_REFUSED, str(exc))
-        path = save_credential(args.state_dir, credential)
-        log.info(
-            "registered as %s in pool %s (credential in %s)", credential.node, credential.pool, path
+    if credential is not None:
+        return credential
+    if not args.join_token:
+        raise _Stop(
+            EXIT_CONFIG,
+            f"this node is not registered with {args.server}: pass --join-token "
+            "(or set FAIRWAY_JOIN_TOKEN)",
         )
+    try:
+        credential = register(
+            server=args.server,
+            join_token=args.join_token,
+            hostname=args.name,
+            address=args.address,
+            inventory=inventory,
+            agent_version=__version__,
+        )
+    except RegistrationError as exc:
+        raise _Stop(EXIT_REFUSED, str(exc)) from None
+    path = save_credential(args.state_dir, credential)
+    log.info(
+        "registered as %s in pool %s (credential in %s)", credential.node, credential.pool, path
+    )
+    return credential
 
+
+def _serve(
+    args: argparse.Namespace, credential: Credential, inventory: Inventory, run_as: RunAs
+) -> int:
+    """Run pods for the server until stopped (0) or refused."""
     nvml: ModuleType | None = load_nvml() if inventory.source == "nvml" else None
     runs = RunManager(
         args.state_dir,
@@ -154,13 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         asyncio.run(client.run_forever())
     except CredentialRejected as exc:
-        return _fail(
+        raise _Stop(
             EXIT_REFUSED,
             f"{exc}. Delete {args.state_dir / 'node_token.json'} and register again with a "
             "new --join-token",
-        )
+        ) from None
     except VersionRejected as exc:
-        return _fail(EXIT_VERSION, str(exc))
+        raise _Stop(EXIT_VERSION, str(exc)) from None
     except KeyboardInterrupt:
         log.info("stopped; runs keep running and are adopted again at the next start")
     finally:

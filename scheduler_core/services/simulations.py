@@ -101,32 +101,14 @@ def simulation_create(
     `changes.quotas[0].gpus`, `trace.hours`, ...).
     """
     _require_admin(user)
-    errors = FieldErrors()
-    name = name.strip() if isinstance(name, str) else ""
-    if not name:
-        errors.add("name", "give the run a name, e.g. 'vision quota 4'")
-    elif len(name) > 120:
-        errors.add("name", f"at most 120 characters, got {len(name)}")
-    if source not in SimulationSource.values:
-        errors.add("source", f"must be one of {', '.join(SimulationSource.values)}, got {source!r}")
-    _check_horizon(errors, "horizon", horizon, MAX_HORIZON)
-    errors.raise_if_any()
+    name = _checked_run(name, source, horizon)
     if source == SimulationSource.TRACE:
         return _create_trace_run(
             user, name, trace_text, trace, scenario_text=scenario_text, changes=changes
         )
     if (isinstance(trace_text, str) and trace_text.strip()) or trace:
         raise ValidationError({"trace_text": ["a trace goes with source trace"]})
-
-    if source == SimulationSource.SCENARIO:
-        scenario = parse_scenario_text(scenario_text)
-    else:
-        if isinstance(scenario_text, str) and scenario_text.strip():
-            raise ValidationError(
-                {"scenario_text": ["leave empty: a live run copies the cluster as it is now"]}
-            )
-        scenario = scenario_from_live_cluster(name=f"live-copy-{timezone.now():%Y%m%d-%H%M%S}")
-        scenario_text = json.dumps(scenario, indent=1)
+    scenario, scenario_text = _scenario_of(source, scenario_text)
     normalized = validate_changes(changes, scenario=scenario)
     if source == SimulationSource.LIVE:
         _check_change_permissions(user, normalized)
@@ -141,6 +123,35 @@ def simulation_create(
         horizon=int(horizon),
         created_by=user,
     )
+
+
+def _checked_run(name: Any, source: str, horizon: Any) -> str:
+    """The run's name, stripped, once its name, source and horizon are valid
+    (ValidationError keyed by field otherwise)."""
+    errors = FieldErrors()
+    name = name.strip() if isinstance(name, str) else ""
+    if not name:
+        errors.add("name", "give the run a name, e.g. 'vision quota 4'")
+    elif len(name) > 120:
+        errors.add("name", f"at most 120 characters, got {len(name)}")
+    if source not in SimulationSource.values:
+        errors.add("source", f"must be one of {', '.join(SimulationSource.values)}, got {source!r}")
+    _check_horizon(errors, "horizon", horizon, MAX_HORIZON)
+    errors.raise_if_any()
+    return name
+
+
+def _scenario_of(source: str, scenario_text: str) -> tuple[dict[str, Any], str]:
+    """The scenario a scenario or live run starts from, and its text: the text given, or
+    a copy of the live cluster now (which takes no text)."""
+    if source == SimulationSource.SCENARIO:
+        return parse_scenario_text(scenario_text), scenario_text
+    if isinstance(scenario_text, str) and scenario_text.strip():
+        raise ValidationError(
+            {"scenario_text": ["leave empty: a live run copies the cluster as it is now"]}
+        )
+    scenario = scenario_from_live_cluster(name=f"live-copy-{timezone.now():%Y%m%d-%H%M%S}")
+    return scenario, json.dumps(scenario, indent=1)
 
 
 def _create_trace_run(

@@ -55,14 +55,7 @@ class Session:
         self._protection_plugins = answering(self.plugins, "protected_until")
         self.commits = 0
         self.nodes: dict[str, NodeState] = {}
-        by_pool: dict[str, list[NodeState]] = {p.name: [] for p in snapshot.pools}
-        for i, spec in enumerate(snapshot.nodes):
-            node = NodeState(spec, i)
-            self.nodes[spec.name] = node
-            by_pool.setdefault(spec.pool, []).append(node)
-        self.pools: dict[str, PoolIndex] = {
-            p.name: PoolIndex(p, by_pool[p.name]) for p in snapshot.pools
-        }
+        self.pools: dict[str, PoolIndex] = self._index_nodes(snapshot)
         self.queues: dict[str, QueueSpec] = {q.name: q for q in snapshot.queues}
         # what each (queue, pool) holds, departments and projects alike (and the part
         # held by non-preemptible work): the vectors are updated in place as pods bind
@@ -94,14 +87,31 @@ class Session:
         self.room_wait_paid: dict[str, float] = {}
         # (action, pool, WorkloadState.kind_key) -> (commits, verdict): see alike()
         self._alike: dict[tuple[object, ...], tuple[int, Any]] = {}
-        queues = self.queues
-        workloads = self.workloads
+        self._load_workloads(snapshot)
+        hooks = first_answer(self.plugins, lambda p: p.queue_hooks())
+        assert hooks is not None, "the proportion plugin is always enabled"
+        self._queue_hooks: QueueHooks = hooks
+        self.held: set[str] = self._hold_loops()
+        for plugin in answering(self.plugins, "on_session_open"):
+            plugin.on_session_open(self)
+
+    def _index_nodes(self, snapshot: ClusterSnapshot) -> dict[str, PoolIndex]:
+        """Every node's working state (in self.nodes), and each pool's index of them."""
+        by_pool: dict[str, list[NodeState]] = {p.name: [] for p in snapshot.pools}
+        for i, spec in enumerate(snapshot.nodes):
+            node = NodeState(spec, i)
+            self.nodes[spec.name] = node
+            by_pool.setdefault(spec.pool, []).append(node)
+        return {p.name: PoolIndex(p, by_pool[p.name]) for p in snapshot.pools}
+
+    def _load_workloads(self, snapshot: ClusterSnapshot) -> None:
+        """Every workload's working state, the running ones bound to their pods."""
         kinds: dict[tuple[object, ...], int] = {}
         for wspec in snapshot.workloads:
-            project = queues.get(wspec.project)
+            project = self.queues.get(wspec.project)
             dept = project.parent if project is not None and project.parent else wspec.project
             w = WorkloadState(wspec, dept, kinds)
-            workloads[w.id] = w
+            self.workloads[w.id] = w
             if not w.pods:
                 continue
             pods = w.pods
@@ -111,12 +121,6 @@ class Session:
             for pod in pods:
                 self.bind_pod(w, self._with_devices(w, pod), len(w.pods))
             w.initial_pods = tuple(w.pods)
-        hooks = first_answer(self.plugins, lambda p: p.queue_hooks())
-        assert hooks is not None, "the proportion plugin is always enabled"
-        self._queue_hooks: QueueHooks = hooks
-        self.held: set[str] = self._hold_loops()
-        for plugin in answering(self.plugins, "on_session_open"):
-            plugin.on_session_open(self)
 
     def _hold_loops(self) -> set[str]:
         """The pending workloads held for a preemption loop (preemption_loops.loop_hold),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 OTHER_PROJECTS = "(other projects)"
@@ -107,14 +108,7 @@ def run_metrics(steps: list[dict[str, Any]], *, scenario: dict[str, Any]) -> dic
     projects = list(index["projects"])
     for held in held_series:
         projects.extend(p for p in held if p not in projects)
-
-    pending_seconds: dict[str, float] = defaultdict(float)
-    seen: dict[str, str] = {}
-    for step, span in zip(steps, spans, strict=True):
-        for name, state in (step.get("workloads") or {}).items():
-            seen[name] = state.get("status", "")
-            if state.get("status") == "pending":
-                pending_seconds[name] += span
+    pending_seconds, seen = _pending_times(steps, spans)
     events = [e for s in steps for e in s.get("events") or []]
     project_of = index["project_of"]
     preempted = Counter(
@@ -123,49 +117,93 @@ def run_metrics(steps: list[dict[str, Any]], *, scenario: dict[str, Any]) -> dic
     per_project: dict[str, dict[str, Any]] = {}
     for project in projects:
         series = [held.get(project, 0.0) for held in held_series]
-        names = [n for n in seen if index["project_of"].get(n) == project]
-        waits = [pending_seconds[n] for n in names]
-        statuses = Counter(seen[n] for n in names)
+        names = [n for n in seen if project_of.get(n) == project]
         per_project[project] = {
             "department": index["departments"].get(project, ""),
-            "mean_gpus": _mean(series, spans, total_time),
-            "final_gpus": round(series[-1], 3) if series else 0.0,
-            "peak_gpus": round(max(series), 3) if series else 0.0,
-            "mean_pending_seconds": round(sum(waits) / len(waits), 1) if waits else 0.0,
-            "max_pending_seconds": round(max(waits), 1) if waits else 0.0,
+            **_held_figures(series, spans, total_time),
+            **_wait_figures([pending_seconds[n] for n in names]),
             "preemptions": preempted.get(project, 0),
             "workloads": len(names),
-            **{s: statuses.get(s, 0) for s in ("running", "pending", "completed", "failed")},
+            **_status_counts(seen[n] for n in names),
         }
-    cluster_series = [sum(held.values()) for held in held_series]
-    capacity = index["capacity_gpus"]
-    mean_gpus = _mean(cluster_series, spans, total_time)
     return {
         "start": times[0] if times else 0.0,
         "end": times[-1] if times else 0.0,
         "steps": len(steps),
         "projects": per_project,
-        "cluster": {
-            "capacity_gpus": capacity,
-            "mean_gpus": mean_gpus,
-            "final_gpus": round(cluster_series[-1], 3) if cluster_series else 0.0,
-            "mean_utilization": round(mean_gpus / capacity, 4) if capacity else 0.0,
-            "preemptions": sum(1 for e in events if e.get("type") == "preempted"),
-            "moves": sum(1 for e in events if e.get("type") == "moved"),
-            "completed": sum(1 for s in seen.values() if s == "completed"),
-            "pending_at_end": sum(1 for s in seen.values() if s == "pending"),
-        },
+        "cluster": _cluster_figures(held_series, spans, total_time, index, events, seen),
         "timeline": _timeline(times, held_series, projects),
-        "expectations": {
-            "checked": sum(1 for s in steps if "expect_failures" in s),
-            "failed": [
-                {"step": s.get("step"), "at": s.get("at"), "failures": s["expect_failures"]}
-                for s in steps
-                if s.get("expect_failures")
-            ],
-        },
+        "expectations": _expectations(steps),
         "events": events[-MAX_EVENTS:],
         "events_total": len(events),
+    }
+
+
+def _pending_times(
+    steps: list[dict[str, Any]], spans: list[float]
+) -> tuple[dict[str, float], dict[str, str]]:
+    """Seconds each workload spent pending, and the status each was last seen in."""
+    pending_seconds: dict[str, float] = defaultdict(float)
+    seen: dict[str, str] = {}
+    for step, span in zip(steps, spans, strict=True):
+        for name, state in (step.get("workloads") or {}).items():
+            seen[name] = state.get("status", "")
+            if state.get("status") == "pending":
+                pending_seconds[name] += span
+    return pending_seconds, seen
+
+
+def _held_figures(series: list[float], spans: list[float], total_time: float) -> dict[str, float]:
+    return {
+        "mean_gpus": _mean(series, spans, total_time),
+        "final_gpus": round(series[-1], 3) if series else 0.0,
+        "peak_gpus": round(max(series), 3) if series else 0.0,
+    }
+
+
+def _wait_figures(waits: list[float]) -> dict[str, float]:
+    return {
+        "mean_pending_seconds": round(sum(waits) / len(waits), 1) if waits else 0.0,
+        "max_pending_seconds": round(max(waits), 1) if waits else 0.0,
+    }
+
+
+def _status_counts(statuses: Iterable[str]) -> dict[str, int]:
+    counts = Counter(statuses)
+    return {s: counts.get(s, 0) for s in ("running", "pending", "completed", "failed")}
+
+
+def _cluster_figures(
+    held_series: list[dict[str, float]],
+    spans: list[float],
+    total_time: float,
+    index: dict[str, Any],
+    events: list[dict[str, Any]],
+    seen: dict[str, str],
+) -> dict[str, Any]:
+    cluster_series = [sum(held.values()) for held in held_series]
+    capacity = index["capacity_gpus"]
+    mean_gpus = _mean(cluster_series, spans, total_time)
+    return {
+        "capacity_gpus": capacity,
+        "mean_gpus": mean_gpus,
+        "final_gpus": round(cluster_series[-1], 3) if cluster_series else 0.0,
+        "mean_utilization": round(mean_gpus / capacity, 4) if capacity else 0.0,
+        "preemptions": sum(1 for e in events if e.get("type") == "preempted"),
+        "moves": sum(1 for e in events if e.get("type") == "moved"),
+        "completed": sum(1 for s in seen.values() if s == "completed"),
+        "pending_at_end": sum(1 for s in seen.values() if s == "pending"),
+    }
+
+
+def _expectations(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "checked": sum(1 for s in steps if "expect_failures" in s),
+        "failed": [
+            {"step": s.get("step"), "at": s.get("at"), "failures": s["expect_failures"]}
+            for s in steps
+            if s.get("expect_failures")
+        ],
     }
 
 

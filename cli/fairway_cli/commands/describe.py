@@ -55,7 +55,23 @@ def run(args: argparse.Namespace, client: ApiClient) -> int:
 
 def render(w: dict[str, Any], events: list[dict[str, Any]], server: str = "") -> str:
     """The human-readable description (`server`: the URL its open ports are under)."""
-    spec = w.get("spec") or {}
+    fields = _fields(w)
+    width = max(len(label) for label, _ in fields) + 2
+    lines = [f"{label + ':' if label else '':<{width}}{value}" for label, value in fields]
+    lines += ["", f"Running pods ({w.get('running_pods', 0)}/{w['pods']}):"]
+    lines += _placements(w.get("placements") or [])
+    lines += _open_ports(w, server)
+    lines += ["", "Events (newest first):"]
+    if events:
+        rows = [[age(e.get("at")), e["type"], e.get("reason") or ""] for e in events]
+        lines.append(_indent(table(("AGE", "TYPE", "REASON"), rows)))
+    else:
+        lines.append("  none")
+    return "\n".join(lines)
+
+
+def _fields(w: dict[str, Any]) -> list[tuple[str, str]]:
+    """The labelled lines at the top: who, what, where it waits, what it asks for."""
     fields: list[tuple[str, str]] = [
         ("Name", f"{w['project']}/{w['name']}"),
         ("ID", str(w["id"])),
@@ -90,37 +106,29 @@ def render(w: dict[str, Any], events: list[dict[str, Any]], server: str = "") ->
         )
     )
     fields.append(("Preemptions", str(w.get("preemptions", 0))))
-    fields += _spec(spec)
+    fields += _spec(w.get("spec") or {})
     fields += [
         ("Submitted", f"{timestamp(w.get('submitted_at'))} by {w.get('submitted_by') or NONE}"),
         ("Started", timestamp(w.get("started_at"))),
         ("Finished", timestamp(w.get("finished_at"))),
     ]
-    width = max(len(label) for label, _ in fields) + 2
-    lines = [f"{label + ':' if label else '':<{width}}{value}" for label, value in fields]
-    lines += ["", f"Running pods ({w.get('running_pods', 0)}/{w['pods']}):"]
-    placements = w.get("placements") or []
-    if placements:
-        rows = [
-            [
-                f"{p['group']}-{p['pod_index']}",
-                p["node"],
-                ",".join(str(d) for d in p.get("gpu_devices") or []) or NONE,
-                number(p.get("gpu_fraction")),
-            ]
-            for p in placements
+    return fields
+
+
+def _placements(placements: list[dict[str, Any]]) -> list[str]:
+    """The running pods' table (pod, node, devices, share), or "none"."""
+    if not placements:
+        return ["  none"]
+    rows = [
+        [
+            f"{p['group']}-{p['pod_index']}",
+            p["node"],
+            ",".join(str(d) for d in p.get("gpu_devices") or []) or NONE,
+            number(p.get("gpu_fraction")),
         ]
-        lines.append(_indent(table(("POD", "NODE", "GPU DEVICES", "GPU SHARE"), rows)))
-    else:
-        lines.append("  none")
-    lines += _open_ports(w, server)
-    lines += ["", "Events (newest first):"]
-    if events:
-        rows = [[age(e.get("at")), e["type"], e.get("reason") or ""] for e in events]
-        lines.append(_indent(table(("AGE", "TYPE", "REASON"), rows)))
-    else:
-        lines.append("  none")
-    return "\n".join(lines)
+        for p in placements
+    ]
+    return [_indent(table(("POD", "NODE", "GPU DEVICES", "GPU SHARE"), rows))]
 
 
 def _open_ports(w: dict[str, Any], server: str) -> list[str]:

@@ -420,6 +420,33 @@ def _verdict(ok: bool) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Print cycle times per size, growth ratios, memory, the replay figures and
     whether each target of issue 3 is met."""
+    args = _arguments(argv)
+    labels = [s.strip().upper() for s in args.sizes.split(",") if s.strip()]
+    verdicts: list[str] = []
+    previous: tuple[Size, float] | None = None
+    if args.unpaced:
+        print("(unpaced: every reclaim and preemption in one cycle)")
+    for label in labels:
+        size = SIZES[label]
+        timing = time_cycle(
+            size, repeat=args.repeat, trace=args.tracemalloc, paced=not args.unpaced
+        )
+        rss = peak_rss_mib()
+        print(_size_line(label, size, timing, rss), flush=True)
+        verdicts += _size_verdicts(label, timing, rss)
+        if previous is not None:
+            verdicts.append(_growth(previous, size, timing))
+        previous = (size, min(timing.cpu))
+    if not args.no_replay:
+        _print_replay(replay_kueue_baseline())
+    if verdicts:
+        print("Targets (issue 3; times are the best of the timed cycles, wall clock):")
+        for verdict in verdicts:
+            print(f"   {verdict}")
+    return 0
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -443,81 +470,78 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tracemalloc", action="store_true", help="also trace Python allocations (slower)"
     )
-    args = parser.parse_args(argv)
-    labels = [s.strip().upper() for s in args.sizes.split(",") if s.strip()]
-    verdicts: list[str] = []
-    previous: tuple[Size, float] | None = None
-    if args.unpaced:
-        print("(unpaced: every reclaim and preemption in one cycle)")
-    for label in labels:
-        size = SIZES[label]
-        timing = time_cycle(
-            size, repeat=args.repeat, trace=args.tracemalloc, paced=not args.unpaced
+    return parser.parse_args(argv)
+
+
+def _size_line(label: str, size: Size, timing: CycleTiming, rss: float) -> str:
+    """One size's figures: the cycle's time, decisions, evictions and memory."""
+    evicted = ", ".join(f"{k} {v}" for k, v in sorted(timing.evictions.items())) or "none"
+    line = (
+        f"{label}: {size.nodes} nodes, {size.pending + size.running} workloads "
+        f"({size.running} running), {size.projects} projects: one cycle "
+        f"{timing.best:.3f} s (median {timing.median:.3f} s of {len(timing.wall)}; "
+        f"CPU {min(timing.cpu):.3f} s), {timing.decisions} decisions (evictions: "
+        f"{evicted}), peak RSS {rss:.0f} MiB"
+    )
+    if timing.traced_peak_mib is not None:
+        line += f", tracemalloc peak {timing.traced_peak_mib:.0f} MiB"
+    return line
+
+
+def _size_verdicts(label: str, timing: CycleTiming, rss: float) -> list[str]:
+    """The size's targets (cycle time; L's memory), met or not."""
+    verdicts = []
+    if label in TARGETS:
+        limit = TARGETS[label]
+        verdicts.append(
+            f"{label} one cycle under {limit:g} s: {_verdict(timing.best < limit)} "
+            f"(best {timing.best:.3f} s, median {timing.median:.3f} s)"
         )
-        n = size.pending + size.running + size.nodes
-        evicted = ", ".join(f"{k} {v}" for k, v in sorted(timing.evictions.items())) or "none"
-        rss = peak_rss_mib()
-        line = (
-            f"{label}: {size.nodes} nodes, {size.pending + size.running} workloads "
-            f"({size.running} running), {size.projects} projects: one cycle "
-            f"{timing.best:.3f} s (median {timing.median:.3f} s of {len(timing.wall)}; "
-            f"CPU {min(timing.cpu):.3f} s), {timing.decisions} decisions (evictions: "
-            f"{evicted}), peak RSS {rss:.0f} MiB"
+    if label == "L":
+        verdicts.append(
+            f"L peak memory under {MEMORY_TARGET_MIB / 1024:g} GiB: "
+            f"{_verdict(rss < MEMORY_TARGET_MIB)} (peak RSS {rss:.0f} MiB)"
         )
-        if timing.traced_peak_mib is not None:
-            line += f", tracemalloc peak {timing.traced_peak_mib:.0f} MiB"
-        print(line, flush=True)
-        if label in TARGETS:
-            limit = TARGETS[label]
-            verdicts.append(
-                f"{label} one cycle under {limit:g} s: {_verdict(timing.best < limit)} "
-                f"(best {timing.best:.3f} s, median {timing.median:.3f} s)"
-            )
-        if label == "L":
-            verdicts.append(
-                f"L peak memory under {MEMORY_TARGET_MIB / 1024:g} GiB: "
-                f"{_verdict(rss < MEMORY_TARGET_MIB)} (peak RSS {rss:.0f} MiB)"
-            )
-        if previous is not None:
-            psize, ptime = previous
-            pn = psize.pending + psize.running + psize.nodes
-            nlogn = (n * math.log(n)) / (pn * math.log(pn))
-            growth = min(timing.cpu) / ptime
-            print(
-                f"   growth {psize.label}->{label}: CPU time x{growth:.1f}, "
-                f"n x{n / pn:.1f}, n log n x{nlogn:.1f}",
-                flush=True,
-            )
-            verdicts.append(
-                f"growth {psize.label}->{label} no faster than n log n: "
-                f"{_verdict(growth <= nlogn)} (x{growth:.1f} vs x{nlogn:.1f})"
-            )
-        previous = (size, min(timing.cpu))
-    if not args.no_replay:
-        report = replay_kueue_baseline()
-        usage = sorted(report.per_project_usage.values())
-        print(
-            f"Kueue baseline replay: makespan {report.makespan:.1f} s simulated "
-            f"(ideal {report.ideal_makespan:.1f} s), GPU utilisation {report.utilisation:.1%}, "
-            f"{report.cycles} cycles in {report.wall_seconds:.1f} s wall"
+    return verdicts
+
+
+def _growth(previous: tuple[Size, float], size: Size, timing: CycleTiming) -> str:
+    """Print the CPU time's growth from the previous size against n log n; its verdict."""
+    psize, ptime = previous
+    n = size.pending + size.running + size.nodes
+    pn = psize.pending + psize.running + psize.nodes
+    nlogn = (n * math.log(n)) / (pn * math.log(pn))
+    growth = min(timing.cpu) / ptime
+    print(
+        f"   growth {psize.label}->{size.label}: CPU time x{growth:.1f}, "
+        f"n x{n / pn:.1f}, n log n x{nlogn:.1f}",
+        flush=True,
+    )
+    return (
+        f"growth {psize.label}->{size.label} no faster than n log n: "
+        f"{_verdict(growth <= nlogn)} (x{growth:.1f} vs x{nlogn:.1f})"
+    )
+
+
+def _print_replay(report: ReplayReport) -> None:
+    usage = sorted(report.per_project_usage.values())
+    print(
+        f"Kueue baseline replay: makespan {report.makespan:.1f} s simulated "
+        f"(ideal {report.ideal_makespan:.1f} s), GPU utilisation {report.utilisation:.1%}, "
+        f"{report.cycles} cycles in {report.wall_seconds:.1f} s wall"
+    )
+    print(
+        "   mean GPUs held per project as share of its 20-GPU quota: "
+        f"min {usage[0]:.0%}, mean {sum(usage) / len(usage):.0%}, max {usage[-1]:.0%}"
+    )
+    print(
+        "   mean time to admission: "
+        + ", ".join(
+            f"{c} {report.admission.get(c, float('nan')):.1f} s"
+            for c in ("small", "medium", "large")
         )
-        print(
-            "   mean GPUs held per project as share of its 20-GPU quota: "
-            f"min {usage[0]:.0%}, mean {sum(usage) / len(usage):.0%}, max {usage[-1]:.0%}"
-        )
-        print(
-            "   mean time to admission: "
-            + ", ".join(
-                f"{c} {report.admission.get(c, float('nan')):.1f} s"
-                for c in ("small", "medium", "large")
-            )
-        )
-        print("   (Kueue's own figures: 351 s wall, 58.7% usage, admission 6.7 s / 76.8 s / 215 s)")
-    if verdicts:
-        print("Targets (issue 3; times are the best of the timed cycles, wall clock):")
-        for verdict in verdicts:
-            print(f"   {verdict}")
-    return 0
+    )
+    print("   (Kueue's own figures: 351 s wall, 58.7% usage, admission 6.7 s / 76.8 s / 215 s)")
 
 
 if __name__ == "__main__":

@@ -48,30 +48,8 @@ def scenario_from_live_cluster(*, now: datetime | None = None, name: str = "live
     departments = list(Department.objects.order_by("name"))
     projects = list(Project.objects.select_related("department").order_by("name"))
     quotas = list(Quota.objects.select_related("pool", "department", "project"))
-    workloads = list(
-        Workload.objects.filter(status__in=[WorkloadStatus.PENDING, *PLACED_STATES])
-        .select_related("project")
-        .prefetch_related(
-            Prefetch(
-                "allocations",
-                queryset=Allocation.objects.select_related("node").order_by("group", "pod_index"),
-            ),
-            Prefetch(
-                "pool_choices",
-                queryset=WorkloadCandidatePool.objects.select_related("pool"),
-            ),
-        )
-        .order_by("submitted_at", "id")
-    )
-    quota_by_owner: dict[tuple[str, str], list[Quota]] = {}
-    for quota in quotas:
-        if quota.project is not None:
-            owner = ("project", quota.project.name)
-        else:
-            assert quota.department is not None  # a quota has one owner (a constraint)
-            owner = ("department", quota.department.name)
-        quota_by_owner.setdefault(owner, []).append(quota)
-
+    workloads = _active_workloads()
+    quota_by_owner = _quotas_by_owner(quotas)
     first_submit = workloads[0].submitted_at if workloads else now
     up_nodes = {n.name for n in nodes if n.state != NodeState.DOWN}
     # A scenario wants project and department names distinct; live ones may clash.
@@ -104,6 +82,38 @@ def scenario_from_live_cluster(*, now: datetime | None = None, name: str = "live
         ],
         "steps": [],
     }
+
+
+def _active_workloads() -> list[Workload]:
+    """Pending and placed workloads, oldest first, with their pods and pool choices."""
+    return list(
+        Workload.objects.filter(status__in=[WorkloadStatus.PENDING, *PLACED_STATES])
+        .select_related("project")
+        .prefetch_related(
+            Prefetch(
+                "allocations",
+                queryset=Allocation.objects.select_related("node").order_by("group", "pod_index"),
+            ),
+            Prefetch(
+                "pool_choices",
+                queryset=WorkloadCandidatePool.objects.select_related("pool"),
+            ),
+        )
+        .order_by("submitted_at", "id")
+    )
+
+
+def _quotas_by_owner(quotas: list[Quota]) -> dict[tuple[str, str], list[Quota]]:
+    """Quotas by ("project" | "department", name)."""
+    by_owner: dict[tuple[str, str], list[Quota]] = {}
+    for quota in quotas:
+        if quota.project is not None:
+            owner = ("project", quota.project.name)
+        else:
+            assert quota.department is not None  # a quota has one owner (a constraint)
+            owner = ("department", quota.department.name)
+        by_owner.setdefault(owner, []).append(quota)
+    return by_owner
 
 
 def _pool(pool: NodePool) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from scheduler_core.engine.decisions import (
     EVICT_FAULT,
     Allocate,
     CycleResult,
+    Decision,
     Evict,
     Expand,
     Fail,
@@ -62,58 +63,66 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
     reclaim wait for room from later on (CycleResult.room_wait_since). The snapshot
     returned is the next cycle's."""
     workloads: dict[str, WorkloadSpec] = {w.id: w for w in snapshot.workloads}
-    now = snapshot.now
-    cycle = snapshot.cycle
     for d in result.decisions:
         w = workloads.get(d.workload)
         if w is None:
             continue
-        if isinstance(d, Allocate):
-            workloads[w.id] = dataclasses.replace(
-                w,
-                status=STATUS_RUNNING,
-                pods=d.pods,
-                pool=d.pool,
-                started_at=now,
-                started_cycle=cycle,
-            )
-        elif isinstance(d, Evict):
-            fault = d.reason_kind == EVICT_FAULT
-            workloads[w.id] = dataclasses.replace(
-                w,
-                status=STATUS_PENDING,
-                pods=(),
-                pool=None,
-                started_at=None,
-                pending_since=now,
-                restarts=w.restarts + (1 if fault else 0),
-                preemptions=w.preemptions + (0 if fault else 1),
-                quick_evictions=w.quick_evictions
-                if fault
-                else quick_evictions_after(
-                    w.quick_evictions, None if w.started_at is None else now - w.started_at
-                ),
-            )
-        elif isinstance(d, Move):
-            # its pods restart elsewhere, like the live apply step restarts the run
-            workloads[w.id] = dataclasses.replace(
-                w, pods=d.pods, pool=d.pool, started_at=now, started_cycle=cycle
-            )
-        elif isinstance(d, Shrink):
-            left = list(w.pods)
-            for pod in d.pods:
-                _remove_pod(left, pod)
-            workloads[w.id] = dataclasses.replace(w, pods=tuple(left))
-        elif isinstance(d, Expand):
-            workloads[w.id] = dataclasses.replace(w, pods=w.pods + d.pods)
-        elif isinstance(d, Fail):
+        after = _decided(w, d, snapshot.now, snapshot.cycle)
+        if after is None:
             del workloads[w.id]
+        else:
+            workloads[w.id] = after
     for wid, since in result.room_wait_since.items():
         w = workloads.get(wid)
         if w is not None and not w.pods:
             paid = since if w.room_wait_since is None else max(w.room_wait_since, since)
             workloads[wid] = dataclasses.replace(w, room_wait_since=paid)
-    return dataclasses.replace(snapshot, workloads=tuple(workloads.values()), cycle=cycle + 1)
+    return dataclasses.replace(
+        snapshot, workloads=tuple(workloads.values()), cycle=snapshot.cycle + 1
+    )
+
+
+def _decided(w: WorkloadSpec, d: Decision, now: float, cycle: int) -> WorkloadSpec | None:
+    """`w` once decision `d` is applied (None: it failed and leaves the snapshot)."""
+    if isinstance(d, Allocate):
+        return dataclasses.replace(
+            w, status=STATUS_RUNNING, pods=d.pods, pool=d.pool, started_at=now, started_cycle=cycle
+        )
+    if isinstance(d, Evict):
+        return _evicted(w, d, now)
+    if isinstance(d, Move):
+        # its pods restart elsewhere, like the live apply step restarts the run
+        return dataclasses.replace(w, pods=d.pods, pool=d.pool, started_at=now, started_cycle=cycle)
+    if isinstance(d, Shrink):
+        left = list(w.pods)
+        for pod in d.pods:
+            _remove_pod(left, pod)
+        return dataclasses.replace(w, pods=tuple(left))
+    if isinstance(d, Expand):
+        return dataclasses.replace(w, pods=w.pods + d.pods)
+    if isinstance(d, Fail):
+        return None
+    return w
+
+
+def _evicted(w: WorkloadSpec, d: Evict, now: float) -> WorkloadSpec:
+    """`w` back to pending: a fault counts a restart, any other eviction a preemption
+    (and a quick eviction, see preemption_loops)."""
+    fault = d.reason_kind == EVICT_FAULT
+    ran = None if w.started_at is None else now - w.started_at
+    return dataclasses.replace(
+        w,
+        status=STATUS_PENDING,
+        pods=(),
+        pool=None,
+        started_at=None,
+        pending_since=now,
+        restarts=w.restarts + (1 if fault else 0),
+        preemptions=w.preemptions + (0 if fault else 1),
+        quick_evictions=w.quick_evictions
+        if fault
+        else quick_evictions_after(w.quick_evictions, ran),
+    )
 
 
 def _remove_pod(pods: list[PodPlacement], pod: PodPlacement) -> None:

@@ -297,21 +297,7 @@ class _Builder:
     # --- workloads ----------------------------------------------------------------------
 
     def _workload(self, where: _At, item: ScenarioWorkload, order: int) -> WorkloadSpec:
-        if item.name in self.known:
-            raise where.fail(f"duplicate workload name {item.name!r}")
-        if item.project not in self.projects:
-            raise where.fail(
-                f"'project' names unknown project {item.project!r} "
-                f"(projects: {', '.join(sorted(self.projects)) or 'none defined'})"
-            )
-        cand = item.pools or []
-        for p in cand:
-            if p not in self.pool_names:
-                raise where.fail(
-                    f"'pools' names unknown pool {show(p)} (pools: {', '.join(self.pool_names)})"
-                )
-        if len(set(cand)) != len(cand):
-            raise where.fail("'pools' lists a pool twice")
+        cand = self._checked_names(where, item)
         groups = [
             PodGroupSpec(
                 name=g.name or "main",
@@ -358,6 +344,26 @@ class _Builder:
             preemptions=preemptions,
             quick_evictions=quick_evictions,
         )
+
+    def _checked_names(self, where: _At, item: ScenarioWorkload) -> list[str]:
+        """Check a workload's name (new), project and pools (known, each once); its
+        candidate pools."""
+        if item.name in self.known:
+            raise where.fail(f"duplicate workload name {item.name!r}")
+        if item.project not in self.projects:
+            raise where.fail(
+                f"'project' names unknown project {item.project!r} "
+                f"(projects: {', '.join(sorted(self.projects)) or 'none defined'})"
+            )
+        cand = item.pools or []
+        for p in cand:
+            if p not in self.pool_names:
+                raise where.fail(
+                    f"'pools' names unknown pool {show(p)} (pools: {', '.join(self.pool_names)})"
+                )
+        if len(set(cand)) != len(cand):
+            raise where.fail("'pools' lists a pool twice")
+        return cand
 
     def _placements(
         self,

@@ -133,18 +133,7 @@ def stacked_area(
         f'<svg viewBox="0 0 {width} {full_height}" role="img" aria-label="{escape(described)}" '
         'xmlns="http://www.w3.org/2000/svg">'
     ]
-    for k in range(5):
-        v = y_max * k / 4
-        parts.append(
-            f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
-            f'stroke="#e6e9ef" stroke-width="1"/>'
-            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>'
-        )
-    middle = top + plot_h / 2
-    parts.append(
-        f'<text class="axis-title" data-axis="y" x="12" y="{middle:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 12 {middle:.1f})">{escape(unit)}</text>'
-    )
+    parts += _y_axis(y_max, y, left, width - right, top + plot_h / 2, unit)
     parts += _stacked_polygons(series, n, x, y)
     if capacity:
         parts.append(
@@ -164,6 +153,25 @@ def stacked_area(
         parts.append(_legend_svg(legend, left, height))
     parts.append("</svg>")
     return mark_safe("".join(parts))  # every label above is escaped
+
+
+def _y_axis(
+    y_max: float, y: Callable[[float], float], left: int, right_x: int, middle: float, unit: str
+) -> list[str]:
+    """Five grid lines with their values, and the y axis's title (`unit`)."""
+    parts = []
+    for k in range(5):
+        v = y_max * k / 4
+        parts.append(
+            f'<line x1="{left}" x2="{right_x}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
+            f'stroke="#e6e9ef" stroke-width="1"/>'
+            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>'
+        )
+    parts.append(
+        f'<text class="axis-title" data-axis="y" x="12" y="{middle:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 12 {middle:.1f})">{escape(unit)}</text>'
+    )
+    return parts
 
 
 def _stacked_polygons(

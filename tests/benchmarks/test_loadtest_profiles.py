@@ -79,3 +79,33 @@ def test_the_pool_gets_the_policy_profile_asked_for(
     assert pool.reserve_for_gangs is holds
     assert pool.max_preemptions_per_workload == bound
     load.clean()
+
+
+@pytest.mark.parametrize(
+    ("scale", "lines"),
+    [
+        (
+            1.0,
+            [
+                "Targets:",
+                "  nothing lost: MET (0 lost)",
+                "  drain <= 72 s: NOT MET (74.9 s)",
+                "  GPU usage >= 90 %: MET (90.2 %)",
+            ],
+        ),
+        (
+            0.1,
+            [
+                "Targets:",
+                "  nothing lost: MET (0 lost)",
+                "  the others are the full load's: not judged at --scale 0.1",
+            ],
+        ),
+    ],
+)
+def test_a_quick_run_does_not_claim_the_full_loads_targets(scale: float, lines: list[str]) -> None:
+    """`--scale 0.1` drains in seconds: its drain says nothing about the 72 s target."""
+    written: list[str] = []
+    load = LoadTest(write=written.append, warn=lambda _: None, profile=PROFILES["baseline"])
+    load._verdicts(makespan=74.9, usage=90.2, lost=0, slowest=0.3, scale=scale)
+    assert written == lines

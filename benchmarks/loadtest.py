@@ -54,7 +54,7 @@ from benchmarks.engine_bench import (
     kueue_baseline_workloads,
 )
 from scheduler_core.choices import TERMINAL_STATES, EventType, WorkloadStatus
-from scheduler_core.engine.profiles import PROFILE_KAI, with_profile
+from scheduler_core.engine.profiles import PROFILE_KAI, profile_settings
 from scheduler_core.loop import triggers
 from scheduler_core.models import (
     Allocation,
@@ -188,7 +188,7 @@ class LoadTest:
         pool = NodePool.objects.create(
             name=POOL,
             description="manage.py loadtest",
-            **with_profile({"profile": self.pool_profile}),
+            **profile_settings(self.pool_profile),
         )
         now = timezone.now()
         Node.objects.bulk_create(

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from benchmarks.agent_stack import wait_for
+from scheduler_core.choices import TERMINAL_STATES
 from scheduler_core.runtime.executors.agent.local import has_nvidia_gpus
 from tests.product.processes import ROOT, Product
 
@@ -94,9 +95,6 @@ def product(tmp_path_factory) -> Iterator[tuple[Product, str]]:
         print(running.output[-3000:])
 
 
-ENDED = {"completed", "failed", "cancelled"}
-
-
 def submit(product: Product, token: str, name: str, gpus: float, seconds_more: float) -> dict:
     code = base64.b64encode(POD.encode()).decode()
     command = [sys.executable, "-c", f"import base64; exec(base64.b64decode('{code}'))"]
@@ -156,8 +154,11 @@ def test_a_pytorch_pod_starts_fast_sees_its_gpu_computes_and_shows_in_metrics(pr
         return any(float(v) > 0 for v in values)
 
     wait_for(busy, 30, "GPU utilisation in /metrics")
-    done = wait_for(lambda: (w := workload(running, token, pk))["status"] in ENDED and w, 60,
-                    "the pod to end")  # fmt: skip
+    done = wait_for(
+        lambda: (w := workload(running, token, pk))["status"] in TERMINAL_STATES and w,
+        60,
+        "the pod to end",
+    )
     assert done["status"] == "completed", done
 
 

@@ -108,3 +108,32 @@ def test_priority_preemption_evicts_its_own_queues_lower_priority_work_not_the_h
     result = run_cycle(snapshot(nodes, queues, work, NO_HOLDS, now=NOW))
     assert _started(result)["urgent"] == ["n2"]
     assert not [d for d in result.decisions if isinstance(d, Evict) and d.by == "urgent"]
+
+
+def test_alike_waiting_workloads_share_the_held_nodes_reason() -> None:
+    # six 4-GPU workloads behind "big" (as "small" above): each is kept off n2 and says so
+    work = _work() + [workload(f"small-{i}", gpus=4, submitted_at=NOW - 200 + i) for i in range(6)]
+    result = run_cycle(snapshot(NODES, QUEUES, work, HOLDS, now=NOW))
+    assert _started(result) == {}
+    reasons = {result.pending[f"small-{i}"].reason for i in range(6)}
+    assert reasons == {"node n2 is held for workload big (6 GPUs), which waits for it to drain"}
+
+
+def test_an_alike_gang_is_tried_again_once_something_started() -> None:
+    # 7 GPUs free: 2 on n1, 4 on n2, 1 on n3. "a" (two pods of 3) does not fit; "b" (1 GPU)
+    # starts on n3; "c", alike to "a", is judged on the 6 GPUs left, not given a's reason
+    nodes = [node("n1", 8), node("n2", 8), node("n3", 8)]
+    work = [
+        workload("r1", gpus=6, running_on=["n1"]),
+        workload("r2", gpus=4, running_on=["n2"]),
+        workload("r3", gpus=7, running_on=["n3"]),
+        workload("a", gpus=3, pods=2, submitted_at=NOW - 30),
+        workload("b", gpus=1, submitted_at=NOW - 20),
+        workload("c", gpus=3, pods=2, submitted_at=NOW - 10),
+    ]
+    queues = [dept("org", 24), project("p", gpus=24)]
+    pools = [PoolConfig(name="default", consolidation=False, preemption=False)]
+    result = run_cycle(snapshot(nodes, queues, work, pools, now=NOW))
+    assert _started(result) == {"b": ["n3"]}
+    assert "(7 free," in result.pending["a"].reason
+    assert "(6 free," in result.pending["c"].reason

@@ -11,10 +11,14 @@ from scheduler_core.engine.actions.common import (
     quota_pools,
     try_start,
 )
-from scheduler_core.engine.actions.reserve import reserve, waits_for_hold
+from scheduler_core.engine.actions.reserve import held_reason, reserve
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
+
+Failed = dict[tuple[object, ...], tuple[int, tuple[str, str]]]
+"""(pool, kind, view of held nodes) -> (commits, (kind, reason)) of the last workload of
+that kind that could not start."""
 
 
 def allocate(session: Session) -> None:
@@ -23,6 +27,7 @@ def allocate(session: Session) -> None:
     if not pools:
         return
     reserve(session)
+    failed: Failed = {}
     pending = session.pending_workloads()
     candidates = {w.id: session.candidate_pools(w) for w in pending}
     depth = max((len(c) for c in candidates.values()), default=0)
@@ -40,7 +45,7 @@ def allocate(session: Session) -> None:
                     session,
                     pool.name,
                     jobs,
-                    partial(_attempt, session, pool),
+                    partial(_attempt, session, pool, failed),
                     viable=partial(_may_fit, session, pool),
                     skip=partial(_explain, session, pool),
                 )
@@ -83,20 +88,35 @@ def _misfit(session: Session, pool: PoolIndex, w: WorkloadState) -> tuple[str, s
     return ("capacity", describe_misfit(pool, w, session.gang_counts(w)))
 
 
-def _attempt(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
+def _attempt(session: Session, pool: PoolIndex, failed: Failed, w: WorkloadState) -> None:
+    """Start `w` if it fits, or say why not. While nothing commits, a workload alike to
+    one that could not start (same kind, and the same view of held nodes: see
+    reserve.py) cannot either, for the same reason: it gets that reason without a try."""
     if w.pods or w.failed:
         return
-    counts = session.gang_counts(w)
-    extra = session.gang_request(w)
-    problem = session.admission_problem(w, pool.name, extra)
-    if problem is not None:
-        session.set_reason(w, pool.name, *problem)
+    key = (pool.name, w.kind_key, pool.hold_key(w))
+    known = failed.get(key)
+    if known is not None and known[0] == session.commits:
+        session.set_reason(w, pool.name, *known[1])
         return
+    reason = _try_start(session, pool, w)
+    if reason is not None:
+        failed[key] = (session.commits, reason)
+        session.set_reason(w, pool.name, *reason)
+
+
+def _try_start(session: Session, pool: PoolIndex, w: WorkloadState) -> tuple[str, str] | None:
+    """Start `w` in `pool` (None), or (kind, reason) why it cannot start."""
+    counts = session.gang_counts(w)
+    problem = session.admission_problem(w, pool.name, session.gang_request(w))
+    if problem is not None:
+        return problem
     stmt = session.statement()
     if try_start(session, stmt, w, pool, counts):
         stmt.commit()
-        return
+        return None
     stmt.discard()
-    if waits_for_hold(session, pool, w, counts):
-        return
-    session.set_reason(w, pool.name, "capacity", describe_misfit(pool, w, counts))
+    held = held_reason(session, pool, w, counts)
+    if held is not None:
+        return ("capacity", held)
+    return ("capacity", describe_misfit(pool, w, counts))

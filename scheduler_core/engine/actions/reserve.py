@@ -19,7 +19,9 @@ back."""
 
 from __future__ import annotations
 
-from scheduler_core.engine.actions.common import fits_now, quota_pools
+from functools import partial
+
+from scheduler_core.engine.actions.common import ask_kind, fits_now, quota_pools
 from scheduler_core.engine.actions.queue_tree import QueueTree
 from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import NodeState, PoolIndex, WorkloadState
@@ -158,13 +160,33 @@ def waits_for_hold(
     """Does `w` only wait because nodes are held for another gang (it would fit the
     free GPUs with them)? Then it evicts nothing for room it will have once the gang
     starts: its reason says which nodes are held."""
-    if not pool.reserved:
-        return False
-    held = held_for_others(pool, w)
-    if held is None or not _fits_without_holds(session, pool, w, counts):
+    held = held_reason(session, pool, w, counts)
+    if held is None:
         return False
     session.set_reason(w, pool.name, "capacity", held)
     return True
+
+
+def held_reason(
+    session: Session, pool: PoolIndex, w: WorkloadState, counts: dict[str, int]
+) -> str | None:
+    """Why `w` waits for nodes held for other gangs (it would fit the free capacity
+    with them), or None. Shared by alike workloads while nothing commits."""
+    if not pool.reserved:
+        return None
+    return session.alike(
+        ("waits for hold", pool.name, *ask_kind(w), pool.hold_key(w)),
+        partial(_held_reason, session, pool, w, counts),
+    )
+
+
+def _held_reason(
+    session: Session, pool: PoolIndex, w: WorkloadState, counts: dict[str, int]
+) -> str | None:
+    held = held_for_others(pool, w)
+    if held is None or not _fits_without_holds(session, pool, w, counts):
+        return None
+    return held
 
 
 def _fits_without_holds(

@@ -170,6 +170,11 @@ class PoolIndex:
         }
         return blocked or None
 
+    def hold_key(self, w: WorkloadState) -> str | None:
+        """What `w`'s view of the held nodes depends on: its id when nodes are held for
+        it (it alone may take them), None when it is kept off them as others are."""
+        return w.id if any(owner is w for owner in self.reserved.values()) else None
+
     def largest_free_whole(self) -> int:
         """The most wholly free devices on one ready node."""
         for k in range(self.max_devices, 0, -1):

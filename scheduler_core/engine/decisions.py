@@ -128,7 +128,9 @@ class CycleResult:
     (workload id -> (reason_kind, reason)), where an action found out.
     `room_wait_since`: pending workloads whose wait for room paid for a reclaim of this
     cycle (PoolConfig.reclaim_weighs_lost_work), and when their wait counts from now on
-    (WorkloadSpec.room_wait_since), so that no later cycle spends it again."""
+    (WorkloadSpec.room_wait_since), so that no later cycle spends it again.
+    `more_alike`: the cycle started the last workload it looked at of a kind whose later
+    ones it passed over (framework/alike_window.py); a cycle right after looks at them."""
 
     now: float
     decisions: tuple[Decision, ...]
@@ -137,6 +139,7 @@ class CycleResult:
     idle_gpus: int = 0
     not_growing: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     room_wait_since: Mapping[str, float] = field(default_factory=dict)
+    more_alike: bool = False
 
     @property
     def changed(self) -> bool:

@@ -139,3 +139,12 @@ def held_for_it(names: list[str]) -> str:
     if len(names) == 1:
         return f"node {names[0]} is held for it and drains as its running pods finish"
     return f"nodes {_node_list(names)} are held for it and drain as their running pods finish"
+
+
+def behind_alike(project: str, window: int) -> str:
+    """Why a parked workload waits when the alike ones before it started this cycle
+    (framework/alike_window.py)."""
+    return (
+        f"the {window} workloads like it that come before it in project {project} were "
+        "started this cycle; it is looked at in the next"
+    )

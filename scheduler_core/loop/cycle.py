@@ -253,7 +253,7 @@ def _run_locked(lock: CycleLock, now: datetime | None, state: LoopState) -> Cycl
     _after_commit(backend)
     if refresh is not None and refresh.limit is not None:
         _refresh_continues(outcome.refresh_resume_after)
-    if outcome.dropped or live.unseen:
+    if outcome.dropped or live.unseen or result.more_alike:
         # decide again on what changed under this cycle, or on what it left for the next
         triggers.want_follow_up()
     return CycleReport(

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 
 from scheduler_core.choices import WorkloadStatus
+from scheduler_core.engine.framework import session as session_module
 from scheduler_core.loop import cycle, triggers
 from scheduler_core.loop.locks import new_cycle_lock
 from scheduler_core.models import Workload
@@ -69,6 +70,32 @@ def test_a_flood_of_submissions_is_taken_in_over_short_cycles_oldest_first(
     reports = cycle.run_scheduling_loop(wait=False)
 
     assert [r.record.decisions for r in reports] == [2, 2, 1]
+    assert set(
+        Workload.objects.filter(status=WorkloadStatus.RUNNING).values_list("name", flat=True)
+    ) == set(names)
+    assert not triggers.follow_up_wanted()
+
+
+def test_a_cycle_that_left_alike_workloads_out_of_view_is_followed_at_once(
+    cluster, submit, sent, loop_settings, monkeypatch
+):
+    """A sweep longer than the alike window starts in one cycle; where a cycle started
+    the last one in view without letting the next ones in (CycleResult.more_alike), the
+    loop runs the next cycle at once."""
+    monkeypatch.setattr(session_module, "ALIKE_WINDOW", 2)
+    names = [f"sweep-{i}" for i in range(5)]
+    for name in names:
+        submit("vision", name, gpus=1)
+    asked = []
+
+    def once(self):  # the first cycle says it left some out
+        asked.append(1)
+        return len(asked) == 1
+
+    monkeypatch.setattr(session_module.Session, "more_alike", once)
+    reports = cycle.run_scheduling_loop(wait=False)
+
+    assert [r.record.decisions for r in reports] == [5, 0]
     assert set(
         Workload.objects.filter(status=WorkloadStatus.RUNNING).values_list("name", flat=True)
     ) == set(names)

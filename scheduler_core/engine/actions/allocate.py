@@ -29,9 +29,11 @@ def allocate(session: Session) -> None:
     reserve(session)
     failed: Failed = {}
     pending = session.pending_workloads()
-    candidates = {w.id: session.candidate_pools(w) for w in pending}
-    depth = max((len(c) for c in candidates.values()), default=0)
+    depth = max((len(session.candidate_pools(w)) for w in pending), default=0)
     for level in range(depth):
+        if level:  # with those let in behind alike workloads that started
+            pending = session.pending_workloads()
+        candidates = {w.id: session.candidate_pools(w) for w in pending}
         for pool in pools:
             jobs = [
                 w

@@ -25,9 +25,12 @@ def quota_pools(session: Session, *, flag: str | None = None) -> list[PoolIndex]
     ]
 
 
-def pending_for_pool(session: Session, pool: str) -> list[WorkloadState]:
-    """Pending workloads that may run in `pool`."""
-    return [w for w in session.pending_workloads() if pool in session.candidate_pools(w)]
+def pending_for_pool(
+    session: Session, pool: str, *, with_parked: bool = False
+) -> list[WorkloadState]:
+    """Pending workloads that may run in `pool` (see Session.pending_workloads)."""
+    pending = session.pending_workloads(with_parked=with_parked)
+    return [w for w in pending if pool in session.candidate_pools(w)]
 
 
 def next_pod(w: WorkloadState) -> dict[str, int] | None:
@@ -130,6 +133,10 @@ def in_queue_order(
     tree = QueueTree(session, pool, jobs, extra_of, session.job_key, head_ok, skip)
     while (w := tree.pop()) is not None:
         attempt(w)
+        if w.pods:  # alike workloads parked behind it come into view (see alike_window)
+            for behind in session.let_in_after(w):
+                if pool in session.candidate_pools(behind):
+                    tree.again(behind)
         if frozen is not None and frozen():
             for rest in tree.rest():
                 if viable is None or viable(rest):

@@ -159,8 +159,9 @@ class QueueTree:
         return w
 
     def again(self, w: WorkloadState) -> None:
-        """Put `w`, of the project whose job was handed out last, back in its project
-        (it asks for more: an elastic workload's next pod)."""
+        """Put `w`, of the project whose job was handed out last, in its project: it asks
+        for more (an elastic workload's next pod), or it was waiting behind that job
+        (framework/alike_window.py)."""
         assert self._serving == w.project, "only the project being served takes a job back"
         heapq.heappush(self._jobs[w.project], self._job_item(w))
 

@@ -20,6 +20,7 @@ from scheduler_core.engine.actions.common import (
     fits_now,
     in_queue_order,
     jobs_for_pool,
+    pending_for_pool,
     quota_pools,
 )
 from scheduler_core.engine.actions.reclaim_attempt import Failures, ReclaimAttempt, failure_key
@@ -46,7 +47,13 @@ def reclaim(session: Session) -> None:
         index = ReclaimIndex(pool.name)
         config = pool.config
         waits = (
-            RoomWaits(session, pool.name, jobs, config.reclaim_lost_work_ratio)
+            # every waiting workload's wait counts, those parked behind alike ones too
+            RoomWaits(
+                session,
+                pool.name,
+                pending_for_pool(session, pool.name, with_parked=True),
+                config.reclaim_lost_work_ratio,
+            )
             if config.reclaim_weighs_lost_work
             else None
         )

@@ -47,6 +47,7 @@ def build_result(session: Session) -> CycleResult:
             for wid, since in session.room_wait_paid.items()
             if not session.workloads[wid].pods and not session.workloads[wid].failed
         },
+        more_alike=session.more_alike(),
     )
 
 
@@ -147,11 +148,10 @@ def _pending_infos(session: Session) -> dict[str, PendingInfo]:
     for w in session.waiting_workloads():
         by_project.setdefault(w.project, []).append(w)
     infos: dict[str, PendingInfo] = {}
-    reasons = session.reasons
     for project, items in by_project.items():
         items.sort(key=priority_order)
         for pos, w in enumerate(items, start=1):
-            per_pool = reasons.get(w.id)
+            per_pool = session.reason_of(w)
             if not per_pool:
                 kind, text = "capacity", "waiting for the next scheduling cycle"
             elif len(per_pool) == 1:

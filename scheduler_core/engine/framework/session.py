@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from scheduler_core.engine.decisions import CycleResult, QueueStatus
+from scheduler_core.engine.framework.alike_window import ALIKE_WINDOW, AlikeWindow
 from scheduler_core.engine.framework.plugin import Plugin, answering, build_plugins, first_answer
 from scheduler_core.engine.framework.queue_context import Key, QueueContext, Vec
 from scheduler_core.engine.framework.queue_hooks import QueueHooks
@@ -28,6 +29,7 @@ from scheduler_core.engine.framework.statement import Statement
 from scheduler_core.engine.lost_work import room_wait_start
 from scheduler_core.engine.preemption_loops import REASON_KIND as LOOP_REASON_KIND
 from scheduler_core.engine.preemption_loops import loop_hold
+from scheduler_core.engine.reasons import behind_alike
 from scheduler_core.engine.resources import EPSILON
 from scheduler_core.engine.snapshot import ClusterSnapshot, PodPlacement, QueueSpec
 
@@ -92,6 +94,9 @@ class Session:
         assert hooks is not None, "the proportion plugin is always enabled"
         self._queue_hooks: QueueHooks = hooks
         self.held: set[str] = self._hold_loops()
+        self._window: AlikeWindow | None = None
+        # the workloads the actions may look at this cycle (all but parked and held)
+        self._in_view: list[WorkloadState] | None = None
         for plugin in answering(self.plugins, "on_session_open"):
             plugin.on_session_open(self)
 
@@ -535,13 +540,59 @@ class Session:
         if gpus > 0.0:
             self.room_wait_paid[w.id] = min(self._room_wait_from(w) + spent / gpus, self.now)
 
-    def pending_workloads(self) -> list[WorkloadState]:
-        """Workloads without pods (that have not failed and are not held for a
-        preemption loop), in snapshot order: those the actions may start."""
-        held = self.held
-        return [
-            w for w in self.workloads.values() if not w.pods and not w.failed and w.id not in held
-        ]
+    def pending_workloads(self, *, with_parked: bool = False) -> list[WorkloadState]:
+        """Workloads without pods (that have not failed, are not held for a preemption
+        loop and, unless `with_parked`, are in view: see alike_window), in snapshot
+        order: those the actions may start."""
+        if with_parked:
+            held = self.held
+            return [
+                w
+                for w in self.workloads.values()
+                if not w.pods and not w.failed and w.id not in held
+            ]
+        if self._in_view is None:
+            window = self.alike_window
+            held = self.held
+            self._in_view = [
+                w for w in self.workloads.values() if w.id not in held and not window.parked(w.id)
+            ]
+        return [w for w in self._in_view if not w.pods and not w.failed]
+
+    @property
+    def alike_window(self) -> AlikeWindow:
+        """Which waiting workloads the actions do not look at yet (framework/alike_window.py)."""
+        if self._window is None:
+            pending = self.pending_workloads(with_parked=True)
+            self._window = AlikeWindow(pending, self.job_key, ALIKE_WINDOW)
+        return self._window
+
+    def let_in_after(self, w: WorkloadState) -> list[WorkloadState]:
+        """`w` started: the alike workloads parked behind it that are now in view."""
+        if self._window is None:
+            return []
+        batch = self._window.let_in_after(w)
+        if batch and self._in_view is not None:
+            self._in_view.extend(batch)
+        return batch
+
+    def reason_of(self, w: WorkloadState) -> dict[str, tuple[str, str]] | None:
+        """Why `w` waits, per pool: its own reasons, or for a parked workload those of
+        the alike one it waits behind (or, when that one started, that it comes next)."""
+        own = self.reasons.get(w.id)
+        if own or self._window is None:
+            return own
+        lead = self._window.lead_of(w.id)
+        if lead is None:
+            return own
+        found = self.reasons.get(lead.id)
+        if found and not lead.pods:
+            return found
+        return {"": ("capacity", behind_alike(w.project, ALIKE_WINDOW))}
+
+    def more_alike(self) -> bool:
+        """Did a workload that others wait behind start without letting them in?"""
+        return self._window is not None and any(w.pods for w in self._window.leads())
 
     def waiting_workloads(self) -> list[WorkloadState]:
         """Every workload without pods that has not failed, held ones included."""

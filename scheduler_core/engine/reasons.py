@@ -141,10 +141,10 @@ def held_for_it(names: list[str]) -> str:
     return f"nodes {_node_list(names)} are held for it and drain as their running pods finish"
 
 
-def behind_alike(project: str, window: int) -> str:
-    """Why a parked workload waits when the alike ones before it started this cycle
-    (framework/alike_window.py)."""
+def behind_alike(project: str) -> str:
+    """Why a parked workload waits when the alike one it waited behind started this
+    cycle (framework/alike_window.py)."""
     return (
-        f"the {window} workloads like it that come before it in project {project} were "
-        "started this cycle; it is looked at in the next"
+        f"workloads like it that come before it in project {project} started this cycle; "
+        "it is looked at in the next cycle"
     )

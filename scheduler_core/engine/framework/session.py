@@ -588,7 +588,7 @@ class Session:
         found = self.reasons.get(lead.id)
         if found and not lead.pods:
             return found
-        return {"": ("capacity", behind_alike(w.project, ALIKE_WINDOW))}
+        return {"": ("capacity", behind_alike(w.project))}
 
     def more_alike(self) -> bool:
         """Did a workload that others wait behind start without letting them in?"""

@@ -16,10 +16,6 @@ from scheduler_core.engine.framework.session import Session
 from scheduler_core.engine.framework.state import PoolIndex, WorkloadState
 from scheduler_core.engine.placement import describe_misfit
 
-Failed = dict[tuple[object, ...], tuple[int, tuple[str, str]]]
-"""(pool, kind, view of held nodes) -> (commits, (kind, reason)) of the last workload of
-that kind that could not start."""
-
 
 def allocate(session: Session) -> None:
     """Place what fits without disturbing anything that runs."""
@@ -27,7 +23,6 @@ def allocate(session: Session) -> None:
     if not pools:
         return
     reserve(session)
-    failed: Failed = {}
     pending = session.pending_workloads()
     depth = max((len(session.candidate_pools(w)) for w in pending), default=0)
     for level in range(depth):
@@ -47,7 +42,7 @@ def allocate(session: Session) -> None:
                     session,
                     pool.name,
                     jobs,
-                    partial(_attempt, session, pool, failed),
+                    partial(_attempt, session, pool),
                     viable=partial(_may_fit, session, pool),
                     skip=partial(_explain, session, pool),
                 )
@@ -90,21 +85,20 @@ def _misfit(session: Session, pool: PoolIndex, w: WorkloadState) -> tuple[str, s
     return ("capacity", describe_misfit(pool, w, session.gang_counts(w)))
 
 
-def _attempt(session: Session, pool: PoolIndex, failed: Failed, w: WorkloadState) -> None:
+def _attempt(session: Session, pool: PoolIndex, w: WorkloadState) -> None:
     """Start `w` if it fits, or say why not. While nothing commits, a workload alike to
     one that could not start (same kind, and the same view of held nodes: see
     reserve.py) cannot either, for the same reason: it gets that reason without a try."""
     if w.pods or w.failed:
         return
-    key = (pool.name, w.kind_key, pool.hold_key(w))
-    known = failed.get(key)
-    if known is not None and known[0] == session.commits:
-        session.set_reason(w, pool.name, *known[1])
-        return
-    reason = _try_start(session, pool, w)
-    if reason is not None:
-        failed[key] = (session.commits, reason)
-        session.set_reason(w, pool.name, *reason)
+    key = ("could not start", pool.name, w.kind_key, pool.hold_key(w))
+    reason = session.known_alike(key)
+    if reason is None:
+        reason = _try_start(session, pool, w)
+        if reason is None:
+            return  # started
+        session.note_alike(key, reason)
+    session.set_reason(w, pool.name, *reason)
 
 
 def _try_start(session: Session, pool: PoolIndex, w: WorkloadState) -> tuple[str, str] | None:

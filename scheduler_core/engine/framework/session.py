@@ -497,8 +497,18 @@ class Session:
         if found is not None and found[0] == self.commits:
             return cast(T, found[1])
         value = compute()
-        self._alike[key] = (self.commits, value)
+        self.note_alike(key, value)
         return value
+
+    def known_alike(self, key: tuple[object, ...]) -> Any | None:
+        """The verdict noted under `key` (see alike) if nothing committed since, or None."""
+        found = self._alike.get(key)
+        return found[1] if found is not None and found[0] == self.commits else None
+
+    def note_alike(self, key: tuple[object, ...], value: object) -> None:
+        """Note a verdict that alike workloads share until something commits (for a
+        verdict that alike() cannot compute: one whose try may commit)."""
+        self._alike[key] = (self.commits, value)
 
     def set_reason(self, w: WorkloadState, pool: str, kind: str, message: str) -> None:
         """Record why `w` could not start in `pool` (the last word wins, followed by the
